@@ -1,0 +1,73 @@
+"""The default rules: mask credentials by key and by the shape of well-known secret values.
+
+Key rules match whole trailing words (see ``RedactionRule``), so ``primary_key``,
+``max_tokens``, ``prompt_tokens``, ``keyboard`` and ``author`` stay visible.
+"""
+
+from __future__ import annotations
+
+from forkline_es.redaction._rules import RedactionRule
+
+__all__ = ["DEFAULT_KEYS", "DEFAULT_PATTERNS", "default_rules"]
+
+DEFAULT_KEYS: tuple[str, ...] = (
+    # API keys and other static keys (x-api-key, openai_api_key, aws_secret_access_key, ...)
+    "api_key",
+    "apikey",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "privatekey",
+    "signing_key",
+    "encryption_key",
+    # tokens: access_token, refresh_token, id_token, auth_token, session_token, csrf_token, ...
+    "token",
+    "bearer",
+    # passwords
+    "password",
+    "passwords",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "passcode",
+    # secrets and credentials: client_secret, webhook_secret, ...
+    "secret",
+    "secrets",
+    "credential",
+    "credentials",
+    # HTTP: authorization, proxy-authorization, cookie, set-cookie
+    "authorization",
+    "auth",
+    "cookie",
+    "cookies",
+    # sessions
+    "session_id",
+    "sessionid",
+    "session_key",
+)
+
+DEFAULT_PATTERNS: tuple[str, ...] = (
+    # `Bearer <token>`: the token holds a digit or is long, so prose ("a Bearer token") is kept.
+    r"(?i:\bbearer)\s+(?:(?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{8,}|[A-Za-z0-9._~+/-]{20,})",
+    # JWT: base64url JSON header (`{"` encodes as eyJ), payload and signature.
+    r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+    # AWS access key ids: long-term (AKIA) and temporary (ASIA).
+    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+    # PEM private key blocks (RSA, EC, OPENSSH, ENCRYPTED, PGP ... PRIVATE KEY).
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----",
+    # Credentials inside a URL: scheme://user:password@host.
+    r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@",
+    # Provider keys with a fixed prefix: OpenAI/Anthropic, GitHub, Slack, Google.
+    r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    r"\bAIza[0-9A-Za-z_-]{35}",
+)
+
+
+def default_rules() -> tuple[RedactionRule, ...]:
+    """Key rules first, then value patterns; every rule masks."""
+    return (
+        *(RedactionRule(action="mask", key=key) for key in DEFAULT_KEYS),
+        *(RedactionRule(action="mask", pattern=pattern) for pattern in DEFAULT_PATTERNS),
+    )

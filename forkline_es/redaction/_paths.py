@@ -1,0 +1,21 @@
+"""JSON-path-like location strings: ``$``, ``$.headers.authorization``, ``$.items[0]``."""
+
+from __future__ import annotations
+
+import json
+import re
+
+__all__ = ["child_path"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def child_path(parent: str, key: object) -> str:
+    """Where ``key`` sits under ``parent``; odd keys are bracketed to keep paths unambiguous."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return f"{parent}[{key}]"
+    if isinstance(key, str):
+        if _IDENTIFIER.match(key):
+            return f"{parent}.{key}"
+        return f"{parent}[{json.dumps(key, ensure_ascii=False)}]"
+    return f"{parent}[{key!r}]"

@@ -1,0 +1,263 @@
+"""``RedactionPolicy``: apply rules to a payload before it reaches the storage boundary.
+
+First matching rule wins. The input is never mutated: containers are rebuilt, leaves shared.
+Redaction is idempotent because its outputs are fixed points: a string equal to the mask, or a
+digest in the form this policy's hash rules produce, is already redacted, so no rule changes
+it again (a hash rule would otherwise re-hash its own output, and a later rule could act on a
+value an earlier pattern rule had already masked).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Final, TypeVar, cast
+
+from forkline_es.errors import InvalidRequest
+from forkline_es.redaction._canonical import digest
+from forkline_es.redaction._defaults import default_rules
+from forkline_es.redaction._paths import child_path
+from forkline_es.redaction._rules import RedactionRule
+from forkline_es.redaction._words import key_words
+
+__all__ = ["DEFAULT_MASK", "RedactionPolicy"]
+
+T = TypeVar("T")
+
+DEFAULT_MASK: Final = "[REDACTED]"
+_NO_RULE: Final = 1 << 62  # sorts after every rule index
+_KEY_CACHE_LIMIT: Final = 65536
+_DROP: Final = object()  # the result of dropping a map entry
+
+
+class RedactionPolicy:
+    """An ordered list of rules, compiled once; see the module docstring for the guarantees.
+
+    Actions:
+    - ``mask``: the value (of any type, containers included) becomes the mask string.
+    - ``hash``: the value becomes ``sha256:<hex>`` of its canonical JSON (sorted keys, so map
+      order never matters), or ``hmac-sha256:<hex>`` keyed by ``hash_salt``. Only plain JSON
+      values can be hashed: NaN, infinities or a non-JSON object (a datetime, ...) at a hashed
+      location raise ``forkline_es.InvalidValue`` naming the location.
+    - ``drop``: a map entry is removed. A list element or the root value cannot disappear
+      without shifting the positions of others (and so changing what path rules match), so it
+      becomes the mask instead.
+
+    Only ``dict``, ``list`` and ``tuple`` are traversed (a dict comes back as a plain ``dict``,
+    a tuple as a tuple); any other object is a leaf, returned as is unless a rule matches it.
+    """
+
+    __slots__ = (
+        "_has_hash",
+        "_key_cache",
+        "_key_rules",
+        "_path_rules",
+        "_pattern_rules",
+        "hash_salt",
+        "mask",
+        "rules",
+    )
+
+    def __init__(
+        self,
+        rules: Sequence[RedactionRule],
+        *,
+        mask: str = DEFAULT_MASK,
+        hash_salt: bytes | None = None,
+    ) -> None:
+        if isinstance(rules, RedactionRule | str | bytes):
+            raise InvalidRequest("rules must be a sequence of RedactionRule, not a single value")
+        for index, rule in enumerate(rules):
+            if not isinstance(rule, RedactionRule):
+                raise InvalidRequest(
+                    f"rules[{index}] is a {type(rule).__name__}, not a RedactionRule"
+                )
+        if not isinstance(mask, str):
+            raise InvalidRequest(f"mask must be a string, got {type(mask).__name__}")
+        if hash_salt is not None and (not isinstance(hash_salt, bytes) or not hash_salt):
+            raise InvalidRequest("hash_salt must be non-empty bytes, or None for plain sha256")
+        self.rules: tuple[RedactionRule, ...] = tuple(rules)
+        self.mask: str = mask
+        self.hash_salt: bytes | None = hash_salt
+        self._key_rules: tuple[tuple[int, tuple[str, ...]], ...] = tuple(
+            (i, key_words(r.key)) for i, r in enumerate(self.rules) if r.key is not None
+        )
+        by_length: dict[int, list[tuple[int, tuple[str, ...]]]] = {}
+        for i, r in enumerate(self.rules):
+            if r.path is not None:
+                segments = r.path_segments()
+                by_length.setdefault(len(segments), []).append((i, segments))
+        self._path_rules: dict[int, tuple[tuple[int, tuple[str, ...]], ...]] = {
+            n: tuple(found) for n, found in by_length.items()
+        }
+        self._pattern_rules: tuple[tuple[int, re.Pattern[str]], ...] = tuple(
+            (i, re.compile(r.pattern)) for i, r in enumerate(self.rules) if r.pattern is not None
+        )
+        self._has_hash: bool = any(r.action == "hash" for r in self.rules)
+        self._key_cache: dict[str, int] = {}
+
+    @classmethod
+    def default(cls, *, mask: str = DEFAULT_MASK) -> RedactionPolicy:
+        """Mask credentials: by key (api keys, tokens, passwords, secrets, authorization,
+        cookies, private keys, session ids) and by value shape (bearer tokens, JWTs, AWS
+        access key ids, PEM private keys, URL credentials, common provider keys)."""
+        return cls(default_rules(), mask=mask)
+
+    @classmethod
+    def none(cls) -> RedactionPolicy:
+        """Redact nothing: for stores whose payloads are known to be public."""
+        return cls(())
+
+    def __repr__(self) -> str:
+        return f"RedactionPolicy({len(self.rules)} rules, mask={self.mask!r})"
+
+    # -- public operations ------------------------------------------------------------------
+
+    def redact(self, value: T) -> T:
+        """A redacted copy of ``value``; ``value`` itself and everything in it stay unchanged."""
+        index = self._pattern_index(value, _NO_RULE)
+        if index == _NO_RULE:
+            return cast(T, self._walk(value, (), "$"))
+        # Only a string reaches here, and every action turns a string into a string.
+        result = self._apply(self.rules[index], value, "$")
+        return cast(T, self.mask if result is _DROP else result)
+
+    def sensitive_paths(self, value: object) -> list[str]:
+        """Where ``redact`` would change ``value`` (``$.headers.authorization``), in order.
+
+        Empty exactly when ``redact(value) == value``; the executor API withholds a whole
+        payload slot when this is not empty.
+        """
+        return list(self._changes(value, (), "$", is_root=True))
+
+    def is_sensitive(self, value: object) -> bool:
+        """Whether ``redact`` would change anything in ``value``; stops at the first change."""
+        return next(self._changes(value, (), "$", is_root=True), None) is not None
+
+    # -- matching ---------------------------------------------------------------------------
+
+    def _is_output(self, value: str) -> bool:
+        """Whether ``value`` is already redacted, and so a fixed point of every rule."""
+        if value == self.mask:
+            return True
+        if not self._has_hash:
+            return False
+        if self.hash_salt is None:
+            hexpart = value[7:] if value.startswith("sha256:") else None
+        else:
+            hexpart = value[12:] if value.startswith("hmac-sha256:") else None
+        return (
+            hexpart is not None
+            and len(hexpart) == 64
+            and all(c in "0123456789abcdef" for c in hexpart)
+        )
+
+    def _key_index(self, key: str) -> int:
+        """The first key rule matching ``key``, cached per key since keys recur."""
+        cached = self._key_cache.get(key)
+        if cached is not None:
+            return cached
+        words = key_words(key)
+        found = _NO_RULE
+        for index, rule_words in self._key_rules:
+            n = len(rule_words)
+            if len(words) >= n and words[len(words) - n :] == rule_words:
+                found = index
+                break
+        if len(self._key_cache) >= _KEY_CACHE_LIMIT:
+            self._key_cache.clear()
+        self._key_cache[key] = found
+        return found
+
+    def _path_index(self, location: tuple[object, ...], best: int) -> int:
+        for index, segments in self._path_rules.get(len(location), ()):
+            if index >= best:
+                break
+            if all(
+                s == "*" or s == (str(k) if isinstance(k, int) else k)
+                for s, k in zip(segments, location, strict=True)
+            ):
+                return index
+        return best
+
+    def _pattern_index(self, value: object, best: int) -> int:
+        if not isinstance(value, str) or self._is_output(value):
+            return best
+        for index, compiled in self._pattern_rules:
+            if index >= best:
+                break
+            if compiled.search(value) is not None:
+                return index
+        return best
+
+    def _entry_index(self, key: object, location: tuple[object, ...], value: object) -> int:
+        """The first rule matching a map entry or list element, or ``_NO_RULE``."""
+        if isinstance(value, str) and self._is_output(value):
+            return _NO_RULE
+        best = _NO_RULE
+        if isinstance(key, str) and self._key_rules:
+            best = self._key_index(key)
+        if self._path_rules:
+            best = self._path_index(location, best)
+        return self._pattern_index(value, best)
+
+    # -- applying ---------------------------------------------------------------------------
+
+    def _apply(self, rule: RedactionRule, value: object, path: str) -> object:
+        if rule.action == "mask":
+            return self.mask
+        if rule.action == "hash":
+            return digest(value, self.hash_salt, path)
+        return _DROP
+
+    def _walk(self, value: object, location: tuple[object, ...], path: str) -> object:
+        """Rebuild containers below a location no rule matched; leaves are shared."""
+        if isinstance(value, dict):
+            out: dict[object, object] = {}
+            for key, item in value.items():
+                where = (*location, key)
+                index = self._entry_index(key, where, item)
+                if index == _NO_RULE:
+                    out[key] = self._walk(item, where, child_path(path, key))
+                    continue
+                result = self._apply(self.rules[index], item, child_path(path, key))
+                if result is not _DROP:
+                    out[key] = result
+            return out
+        if isinstance(value, list | tuple):
+            items: list[object] = []
+            for position, item in enumerate(value):
+                where = (*location, position)
+                index = self._entry_index(None, where, item)
+                if index == _NO_RULE:
+                    items.append(self._walk(item, where, child_path(path, position)))
+                    continue
+                result = self._apply(self.rules[index], item, child_path(path, position))
+                items.append(self.mask if result is _DROP else result)
+            return items if isinstance(value, list) else tuple(items)
+        return value
+
+    def _changes(
+        self, value: object, location: tuple[object, ...], path: str, *, is_root: bool = False
+    ) -> Iterator[str]:
+        """Locations where a rule applies and changes the value, in document order."""
+        if is_root and self._pattern_index(value, _NO_RULE) != _NO_RULE:
+            yield path
+            return
+        if isinstance(value, dict):
+            entries: Iterator[tuple[object, object]] = iter(value.items())
+            keyed = True
+        elif isinstance(value, list | tuple):
+            entries = iter(enumerate(value))
+            keyed = False
+        else:
+            return
+        for key, item in entries:
+            where = (*location, key)
+            index = self._entry_index(key if keyed else None, where, item)
+            if index == _NO_RULE:
+                yield from self._changes(item, where, child_path(path, key))
+            else:
+                # Every applied rule changes the value: outputs never reach this point, and
+                # any non-output becomes the mask, a digest, or disappears.
+                yield child_path(path, key)
