@@ -1,0 +1,90 @@
+"""Canonical JSON (decisions.md, Canonical JSON Value Serialization).
+
+msgspec's sorted-order JSON encoder writes exactly the canonical bytes for the plain JSON
+domain (checked against a plain reference encoder in tests/values): keys sorted by code
+point (Python ``str`` order, not UTF-16 order), ``"`` ``\\`` and control characters escaped
+with ``\\b \\f \\n \\r \\t`` or lower-case ``\\u00XX`` and nothing else, integers of any size
+exact, floats as the shortest round-trip text with a ``.`` or an exponent (decimal
+notation for 1e-5 <= |x| < 1e16, otherwise ``1e16`` / ``1.5e-7``).
+
+What msgspec does *not* do is refuse values outside the domain: it writes NaN and the
+infinities as ``null``, and it encodes datetimes, bytes, sets and more. So every document
+is walked once first; the walk raises with the path of the first offending element.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import msgspec
+
+from forkline_es.values._paths import Refused, refused_to_invalid
+
+__all__ = ["ENCODER", "MAX_JSON_DEPTH", "SURROGATE", "canonical_json"]
+
+ENCODER = msgspec.json.Encoder(order="sorted")
+# Deep enough for 256 levels of typed values (two JSON levels each) inside a document,
+# shallow enough for the recursive walk and msgspec under Python's default recursion limit.
+MAX_JSON_DEPTH = 600
+# A lone surrogate cannot be written as UTF-8; it is refused like any value outside the domain.
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+_isfinite = math.isfinite
+_Raw = msgspec.Raw
+
+
+def _check(obj: object, depth: int) -> None:
+    """Raise :class:`Refused` for the first element of ``obj`` outside the JSON domain."""
+    t = type(obj)
+    if type(obj) is str:
+        if not obj.isascii() and SURROGATE.search(obj):
+            raise Refused("string contains a lone surrogate, which UTF-8 cannot encode")
+    elif t is int or t is bool or obj is None or t is _Raw:
+        pass
+    elif type(obj) is float:
+        if not _isfinite(obj):
+            raise Refused(f"float {obj!r} is not a value (NaN and infinities are refused)")
+    elif isinstance(obj, dict):
+        if depth >= MAX_JSON_DEPTH:
+            raise Refused(f"nesting deeper than {MAX_JSON_DEPTH} levels")
+        for key in obj:
+            if type(key) is not str:
+                raise Refused(f"object key {key!r} ({type(key).__name__}) is not a string")
+            if not key.isascii() and SURROGATE.search(key):
+                raise Refused(f"object key {key!r} contains a lone surrogate")
+        key = None
+        try:
+            for key, item in obj.items():  # noqa: B007 - key is read in the handler
+                _check(item, depth + 1)
+        except Refused as refused:
+            refused.segments.append(key)
+            raise
+    elif isinstance(obj, list | tuple):
+        if depth >= MAX_JSON_DEPTH:
+            raise Refused(f"nesting deeper than {MAX_JSON_DEPTH} levels")
+        index = 0
+        try:
+            for index, item in enumerate(obj):  # noqa: B007 - index is read in the handler
+                _check(item, depth + 1)
+        except Refused as refused:
+            refused.segments.append(index)
+            raise
+    else:
+        raise Refused(
+            f"{t.__name__} is not plain JSON (dict with str keys, list, str, int, "
+            "finite float, bool, None or msgspec.Raw)"
+        )
+
+
+def canonical_json(obj: object) -> bytes:
+    """The canonical UTF-8 bytes of a plain JSON document; the same document, the same bytes.
+
+    ``msgspec.Raw`` fragments are inserted verbatim (they must already be canonical).
+    Raises ``InvalidValue`` with the path of the first element outside the domain.
+    """
+    try:
+        _check(obj, 0)
+    except Refused as refused:
+        raise refused_to_invalid(refused) from None
+    return ENCODER.encode(obj)
