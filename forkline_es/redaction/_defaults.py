@@ -55,8 +55,8 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
     # PEM private key blocks (RSA, EC, OPENSSH, ENCRYPTED, PGP ... PRIVATE KEY).
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----",
-    # Credentials inside a URL: scheme://user:password@host.
-    r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@",
+    # Credentials inside a URL: scheme://user:password@host (starts on a literal: fast scan).
+    r"://[^\s/:@]+:[^\s/@]+@",
     # Provider keys with a fixed prefix: OpenAI/Anthropic, GitHub, Slack, Google.
     r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",
     r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Final, TypeVar, cast
+from typing import Any, Final, TypeVar, overload
 
 from forkline_es.errors import InvalidRequest
-from forkline_es.redaction._canonical import digest
 from forkline_es.redaction._defaults import default_rules
-from forkline_es.redaction._paths import child_path
+from forkline_es.redaction._hashing import hash_value, is_hash_output
+from forkline_es.redaction._paths import format_location
 from forkline_es.redaction._rules import RedactionRule
 from forkline_es.redaction._words import key_words
 
 __all__ = ["DEFAULT_MASK", "RedactionPolicy"]
 
+K = TypeVar("K")
 T = TypeVar("T")
 
 DEFAULT_MASK: Final = "[REDACTED]"
@@ -113,14 +114,25 @@ class RedactionPolicy:
 
     # -- public operations ------------------------------------------------------------------
 
-    def redact(self, value: T) -> T:
+    # A container keeps its kind but not the types inside it (a masked int becomes a string);
+    # a string may become the mask or a digest; any other root value is returned unchanged.
+    @overload
+    def redact(self, value: dict[K, Any]) -> dict[K, Any]: ...
+    @overload
+    def redact(self, value: list[Any]) -> list[Any]: ...
+    @overload
+    def redact(self, value: tuple[Any, ...]) -> tuple[Any, ...]: ...
+    @overload
+    def redact(self, value: T) -> T: ...
+
+    def redact(self, value: object) -> object:
         """A redacted copy of ``value``; ``value`` itself and everything in it stay unchanged."""
         index = self._pattern_index(value, _NO_RULE)
         if index == _NO_RULE:
-            return cast(T, self._walk(value, (), "$"))
+            return self._walk(value, ())
         # Only a string reaches here, and every action turns a string into a string.
-        result = self._apply(self.rules[index], value, "$")
-        return cast(T, self.mask if result is _DROP else result)
+        result = self._apply(self.rules[index], value, ())
+        return self.mask if result is _DROP else result
 
     def sensitive_paths(self, value: object) -> list[str]:
         """Where ``redact`` would change ``value`` (``$.headers.authorization``), in order.
@@ -128,11 +140,11 @@ class RedactionPolicy:
         Empty exactly when ``redact(value) == value``; the executor API withholds a whole
         payload slot when this is not empty.
         """
-        return list(self._changes(value, (), "$", is_root=True))
+        return list(self._changes(value, (), is_root=True))
 
     def is_sensitive(self, value: object) -> bool:
         """Whether ``redact`` would change anything in ``value``; stops at the first change."""
-        return next(self._changes(value, (), "$", is_root=True), None) is not None
+        return next(self._changes(value, (), is_root=True), None) is not None
 
     # -- matching ---------------------------------------------------------------------------
 
@@ -140,17 +152,7 @@ class RedactionPolicy:
         """Whether ``value`` is already redacted, and so a fixed point of every rule."""
         if value == self.mask:
             return True
-        if not self._has_hash:
-            return False
-        if self.hash_salt is None:
-            hexpart = value[7:] if value.startswith("sha256:") else None
-        else:
-            hexpart = value[12:] if value.startswith("hmac-sha256:") else None
-        return (
-            hexpart is not None
-            and len(hexpart) == 64
-            and all(c in "0123456789abcdef" for c in hexpart)
-        )
+        return self._has_hash and is_hash_output(value, self.hash_salt)
 
     def _key_index(self, key: str) -> int:
         """The first key rule matching ``key``, cached per key since keys recur."""
@@ -181,7 +183,7 @@ class RedactionPolicy:
         return best
 
     def _pattern_index(self, value: object, best: int) -> int:
-        if not isinstance(value, str) or self._is_output(value):
+        if not isinstance(value, str) or not self._pattern_rules or self._is_output(value):
             return best
         for index, compiled in self._pattern_rules:
             if index >= best:
@@ -203,14 +205,14 @@ class RedactionPolicy:
 
     # -- applying ---------------------------------------------------------------------------
 
-    def _apply(self, rule: RedactionRule, value: object, path: str) -> object:
+    def _apply(self, rule: RedactionRule, value: object, location: tuple[object, ...]) -> object:
         if rule.action == "mask":
             return self.mask
         if rule.action == "hash":
-            return digest(value, self.hash_salt, path)
+            return hash_value(value, self.hash_salt, location)
         return _DROP
 
-    def _walk(self, value: object, location: tuple[object, ...], path: str) -> object:
+    def _walk(self, value: object, location: tuple[object, ...]) -> object:
         """Rebuild containers below a location no rule matched; leaves are shared."""
         if isinstance(value, dict):
             out: dict[object, object] = {}
@@ -218,9 +220,9 @@ class RedactionPolicy:
                 where = (*location, key)
                 index = self._entry_index(key, where, item)
                 if index == _NO_RULE:
-                    out[key] = self._walk(item, where, child_path(path, key))
+                    out[key] = self._walk(item, where)
                     continue
-                result = self._apply(self.rules[index], item, child_path(path, key))
+                result = self._apply(self.rules[index], item, where)
                 if result is not _DROP:
                     out[key] = result
             return out
@@ -230,19 +232,19 @@ class RedactionPolicy:
                 where = (*location, position)
                 index = self._entry_index(None, where, item)
                 if index == _NO_RULE:
-                    items.append(self._walk(item, where, child_path(path, position)))
+                    items.append(self._walk(item, where))
                     continue
-                result = self._apply(self.rules[index], item, child_path(path, position))
+                result = self._apply(self.rules[index], item, where)
                 items.append(self.mask if result is _DROP else result)
             return items if isinstance(value, list) else tuple(items)
         return value
 
     def _changes(
-        self, value: object, location: tuple[object, ...], path: str, *, is_root: bool = False
+        self, value: object, location: tuple[object, ...], *, is_root: bool = False
     ) -> Iterator[str]:
         """Locations where a rule applies and changes the value, in document order."""
         if is_root and self._pattern_index(value, _NO_RULE) != _NO_RULE:
-            yield path
+            yield "$"
             return
         if isinstance(value, dict):
             entries: Iterator[tuple[object, object]] = iter(value.items())
@@ -256,8 +258,8 @@ class RedactionPolicy:
             where = (*location, key)
             index = self._entry_index(key if keyed else None, where, item)
             if index == _NO_RULE:
-                yield from self._changes(item, where, child_path(path, key))
+                yield from self._changes(item, where)
             else:
                 # Every applied rule changes the value: outputs never reach this point, and
                 # any non-output becomes the mask, a digest, or disappears.
-                yield child_path(path, key)
+                yield format_location(where)

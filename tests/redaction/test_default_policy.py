@@ -1,0 +1,175 @@
+"""The default policy masks credentials and nothing that merely looks like them."""
+
+from __future__ import annotations
+
+import pytest
+
+from forkline_es.redaction import DEFAULT_MASK, RedactionPolicy
+
+DEFAULT = RedactionPolicy.default()
+
+MASKED_KEYS = [
+    "api_key",
+    "apiKey",
+    "APIKey",
+    "apikey",
+    "X-API-Key",
+    "x-api-key",
+    "openai_api_key",
+    "OPENAI_API_KEY",
+    "aws_secret_access_key",
+    "access_key",
+    "secret_key",
+    "access_token",
+    "accessToken",
+    "refresh_token",
+    "refreshToken",
+    "id_token",
+    "IDToken",
+    "auth_token",
+    "X-Auth-Token",
+    "OAuthToken",
+    "csrf_token",
+    "token",
+    "Token",
+    "bearer",
+    "Authorization",
+    "authorization",
+    "Proxy-Authorization",
+    "auth",
+    "basic_auth",
+    "password",
+    "Password",
+    "db_password",
+    "password2",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "secret",
+    "client_secret",
+    "clientSecret",
+    "webhook_secret",
+    "credentials",
+    "cookie",
+    "Cookie",
+    "Set-Cookie",
+    "cookies",
+    "private_key",
+    "privateKey",
+    "ssh_private_key",
+    "session_id",
+    "sessionId",
+    "sessionid",
+    "SESSION_ID",
+    "session_token",
+    "api.key",
+    "api key",
+]
+
+KEPT_KEYS = [
+    "keyboard",
+    "author",
+    "authors",
+    "authority",
+    "authorized",
+    "monkey",
+    "key",
+    "primary_key",
+    "primaryKey",
+    "public_key",
+    "cache_key",
+    "idempotency_key",
+    "sort_key",
+    "max_tokens",
+    "maxTokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "tokens",
+    "token_count",
+    "token_type",
+    "tokenizer",
+    "passenger",
+    "password_min_length",
+    "secretary",
+    "session",
+    "session_start",
+    "cookie_policy",
+    "oauth",
+    "name",
+    "prompt",
+]
+
+
+@pytest.mark.parametrize("key", MASKED_KEYS)
+def test_default_masks_credential_keys(key: str) -> None:
+    assert DEFAULT.redact({key: "s3cr3t-value"}) == {key: DEFAULT_MASK}
+    assert DEFAULT.sensitive_paths({"outer": {key: 1}}) != []
+
+
+@pytest.mark.parametrize("key", KEPT_KEYS)
+def test_default_keeps_keys_that_only_look_like_credentials(key: str) -> None:
+    payload = {key: "plain value", "nested": [{key: 42}]}
+    assert DEFAULT.redact(payload) == payload
+    assert not DEFAULT.is_sensitive(payload)
+
+
+def test_a_matched_key_masks_its_whole_subtree() -> None:
+    payload = {"auth": {"user": "ann", "scopes": ["read"]}, "n": 1}
+    assert DEFAULT.redact(payload) == {"auth": DEFAULT_MASK, "n": 1}
+
+
+SECRET_VALUES = {
+    "bearer": "curl -H 'Authorization: Bearer 9f8a7b6c5d4e3f2a1b0c'",
+    "bearer-long-letters": "bearer abcdefghijklmnopqrstuvwxyzABCD",
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    ),
+    "aws-akia": "key AKIAIOSFODNN7EXAMPLE in a log line",
+    "aws-asia": "ASIAY34FZKBOKMUTVV7A",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----",
+    "pem-openssh": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn...",
+    "url-credentials": "postgres://app:hunter2@db.internal:5432/prod",
+    "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+    "github": "ghp_" + "a1" * 18,
+    "slack": "xoxb-1234567890-abcdefghij",
+    "google": "AIza" + "B" * 35,
+}
+
+PUBLIC_VALUES = [
+    "use a Bearer token in the Authorization header",
+    "Bearer authentication",
+    "the JWT header starts with eyJ",
+    "AKIA is the prefix of AWS access key ids",
+    "-----BEGIN PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----",
+    "https://example.com/path?q=1",
+    "mailto:ann@example.com",
+    "task-1234567890abcdefghij",
+    "[REDACTED]",
+]
+
+
+@pytest.mark.parametrize("secret", list(SECRET_VALUES.values()), ids=list(SECRET_VALUES))
+def test_default_masks_secret_values_anywhere(secret: str) -> None:
+    payload = {"messages": [{"content": ["ok", secret]}], "top": secret}
+    redacted = DEFAULT.redact(payload)
+    assert redacted == {"messages": [{"content": ["ok", DEFAULT_MASK]}], "top": DEFAULT_MASK}
+    assert DEFAULT.sensitive_paths(payload) == ["$.messages[0].content[1]", "$.top"]
+    assert DEFAULT.redact(secret) == DEFAULT_MASK
+
+
+@pytest.mark.parametrize("text", PUBLIC_VALUES)
+def test_default_keeps_text_that_only_mentions_secrets(text: str) -> None:
+    assert DEFAULT.redact({"content": [text]}) == {"content": [text]}
+
+
+def test_none_policy_redacts_nothing() -> None:
+    payload = {"password": "x", "v": SECRET_VALUES["jwt"]}
+    assert RedactionPolicy.none().redact(payload) == payload
+    assert RedactionPolicy.none().sensitive_paths(payload) == []
+
+
+def test_default_accepts_a_custom_mask() -> None:
+    assert RedactionPolicy.default(mask="***").redact({"token": "t"}) == {"token": "***"}
