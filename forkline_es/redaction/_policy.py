@@ -39,7 +39,7 @@ class RedactionPolicy:
     - ``hash``: the value becomes ``sha256:<hex>`` of its canonical JSON (sorted keys, so map
       order never matters), or ``hmac-sha256:<hex>`` keyed by ``hash_salt``. Only plain JSON
       values can be hashed: NaN, infinities or a non-JSON object (a datetime, ...) at a hashed
-      location raise ``forkline_es.InvalidValue`` naming the location.
+      location raise ``forkline_es.errors.InvalidValue`` naming the location.
     - ``drop``: a map entry is removed. A list element or the root value cannot disappear
       without shifting the positions of others (and so changing what path rules match), so it
       becomes the mask instead.
