@@ -64,9 +64,7 @@ def parse_instant(text: str) -> datetime | None:
     year, month, day, hour, minute, second, fraction = match.groups()
     micro = int(fraction.ljust(6, "0")) if fraction else 0
     try:
-        return datetime(
-            int(year), int(month), int(day), int(hour), int(minute), int(second), micro, _UTC
-        )
+        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro, _UTC)
     except ValueError:
         return None
 
@@ -85,9 +83,7 @@ def parse_canonical_timestamp(s: str) -> datetime:
     """Aware UTC datetime from canonical text; anything non-canonical is refused."""
     parsed = parse_instant(s) if type(s) is str else None
     if parsed is None:
-        raise InvalidValue(
-            f"{s!r} is not a canonical timestamp (YYYY-MM-DDTHH:MM:SS[.fraction]Z, UTC)", "$"
-        )
+        raise InvalidValue(f"{s!r} is not a canonical timestamp (YYYY-MM-DDTHH:MM:SS[.fraction]Z, UTC)", "$")
     return parsed
 
 
@@ -155,7 +151,8 @@ class Timestamp:
     Equality: two Timestamps are equal when instant and zone are; a Timestamp equals an
     aware datetime when that datetime would encode to the same typed value (same instant,
     and its zone spelling, see :func:`zone_of`, equals ``zone``). The hash is the instant's,
-    as for aware datetimes.
+    as for aware datetimes (Python hashes a datetime in a DST fold as if ``fold=0``, so only
+    there can an equal datetime hash differently).
     """
 
     instant: datetime
@@ -213,7 +210,11 @@ class Timestamp:
                 zone = zone_of(other)
             except Refused:
                 return False
-            return zone == self.zone and other == self.instant
+            # Convert first: Python answers False to any cross-zone == on a DST fold time.
+            try:
+                return zone == self.zone and other.astimezone(_UTC) == self.instant
+            except OverflowError:
+                return False
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -121,9 +121,7 @@ def _enc_other(v: object, depth: int) -> dict[str, Any]:
         return {"kind": "file", "value": file_body(v)}
     if isinstance(v, bool | int | float | str):
         base = next(b for b in (bool, int, float, str) if isinstance(v, b)).__name__
-        raise Refused(
-            f"{type(v).__name__} is a subclass of {base}; pass a plain {base} (e.g. its .value)"
-        )
+        raise Refused(f"{type(v).__name__} is a subclass of {base}; pass a plain {base} (e.g. its .value)")
     if isinstance(v, dict):
         return _enc_map(v, depth)
     if isinstance(v, list | tuple):
@@ -131,9 +129,7 @@ def _enc_other(v: object, depth: int) -> dict[str, Any]:
     if isinstance(v, date):
         raise Refused("a date is not a value; pass an aware datetime")
     if isinstance(v, bytes | bytearray | memoryview):
-        raise Refused(
-            f"{type(v).__name__} is not a value; store bytes as an artifact and pass a FileRef"
-        )
+        raise Refused(f"{type(v).__name__} is not a value; store bytes as an artifact and pass a FileRef")
     if isinstance(v, set | frozenset):
         raise Refused(f"{type(v).__name__} is not a value; pass a sorted list")
     raise Refused(
@@ -214,9 +210,7 @@ def _dec(d: object, depth: int) -> Any:
             return _dec_timestamp(value)
         if kind == "duration":
             if type(value) is not int:
-                raise Refused(
-                    f"kind `duration` needs integer milliseconds, got {_type_name(value)}"
-                )
+                raise Refused(f"kind `duration` needs integer milliseconds, got {_type_name(value)}")
             return Duration(value)
         if kind == "file":
             return _dec_file(value)
