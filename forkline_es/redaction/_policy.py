@@ -70,9 +70,7 @@ class RedactionPolicy:
             raise InvalidRequest("rules must be a sequence of RedactionRule, not a single value")
         for index, rule in enumerate(rules):
             if not isinstance(rule, RedactionRule):
-                raise InvalidRequest(
-                    f"rules[{index}] is a {type(rule).__name__}, not a RedactionRule"
-                )
+                raise InvalidRequest(f"rules[{index}] is a {type(rule).__name__}, not a RedactionRule")
         if not isinstance(mask, str):
             raise InvalidRequest(f"mask must be a string, got {type(mask).__name__}")
         if hash_salt is not None and (not isinstance(hash_salt, bytes) or not hash_salt):

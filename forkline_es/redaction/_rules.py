@@ -40,9 +40,7 @@ class RedactionRule(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
 
     def __post_init__(self) -> None:
         if self.action not in _ACTIONS:
-            raise InvalidRequest(
-                f"redaction action {self.action!r} is unknown: use 'mask', 'hash' or 'drop'"
-            )
+            raise InvalidRequest(f"redaction action {self.action!r} is unknown: use 'mask', 'hash' or 'drop'")
         given = [name for name in ("key", "path", "pattern") if getattr(self, name) is not None]
         if len(given) != 1:
             raise InvalidRequest(
@@ -59,9 +57,7 @@ class RedactionRule(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     @staticmethod
     def _check_key(key: object) -> None:
         if not isinstance(key, str) or not key_words(key):
-            raise InvalidRequest(
-                f"redaction key {key!r} has no words to match: give a key such as 'api_key'"
-            )
+            raise InvalidRequest(f"redaction key {key!r} has no words to match: give a key such as 'api_key'")
 
     @staticmethod
     def _check_path(path: object) -> None:

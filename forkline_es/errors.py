@@ -1,0 +1,85 @@
+"""The one exception hierarchy of forkline_es.
+
+Every refusal carries a stable ``code`` (decisions.md, Refusals) and a message that
+says what to do next. A refused call has written nothing. Driver errors (apsw) are
+translated into these classes in ``forkline_es.log`` and nowhere else.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Conflict",
+    "ForklineError",
+    "InvalidRequest",
+    "InvalidValue",
+    "RecordError",
+    "RunNotFound",
+    "RunNotRetained",
+    "StepNotFound",
+    "StoreError",
+]
+
+
+class ForklineError(Exception):
+    """Root of every error forkline_es raises on purpose."""
+
+
+class StoreError(ForklineError):
+    """The database file cannot be used: not SQLite, not ours, or a newer schema.
+
+    Raised before anything is written, so the file is left untouched.
+    """
+
+
+class RecordError(ForklineError):
+    """A refused call. ``code`` is the stable refusal code; nothing was written."""
+
+    code: str = "refused"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class RunNotFound(RecordError, LookupError):
+    """No evidence that the run ever existed in this store."""
+
+    code = "run-not-found"
+
+
+class RunNotRetained(RecordError, LookupError):
+    """The run existed and was evicted; its eviction record is still kept."""
+
+    code = "run-not-retained"
+
+
+class StepNotFound(RecordError, LookupError):
+    """A well-formed step path with no occurrence in an available run."""
+
+    code = "step-not-found"
+
+
+class InvalidRequest(RecordError, ValueError):
+    """A malformed argument: a step path, status, outcome, dispatch or attempt."""
+
+    code = "invalid-request"
+
+
+class InvalidValue(RecordError, ValueError):
+    """A value outside the typed domain; ``path`` names the offending element."""
+
+    code = "invalid-value"
+
+    def __init__(self, message: str, path: str = "$") -> None:
+        self.reason = message
+        self.path = path
+        super().__init__(f"{message} at `{path}`")
+
+
+class Conflict(RecordError):
+    """An append that contradicts the log (stale generation, concluded run, ...)."""
+
+    code = "conflict"

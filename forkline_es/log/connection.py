@@ -1,0 +1,148 @@
+"""Opening a database: refuse what is not ours before writing a byte, then set it up.
+
+Connection set-up is a short tuple of named steps applied to every connection, in the
+manner of apsw's bestpractice module. Schema upgrades step ``PRAGMA user_version``
+inside one transaction. apsw errors become forkline_es errors here and in
+``forkline_es.log.eventlog``, nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
+
+import apsw
+
+from forkline_es._logging import get_logger
+from forkline_es.errors import StoreError
+from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["BUSY_TIMEOUT_MS", "Connection", "Cursor", "Durability", "open_connection"]
+
+#: apsw handles as seen by the rest of the package. apsw's stubs type every column as a
+#: union of SQLite values; the schema, not the driver, says what a column holds.
+Connection: TypeAlias = Any
+Cursor: TypeAlias = Any
+
+Durability = Literal["normal", "full"]
+
+#: How long a writer waits for another writer's transaction before giving up.
+BUSY_TIMEOUT_MS: Final = 30_000
+
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+
+_log = get_logger("forkline_es.log")
+
+
+def _busy_timeout(conn: Connection, durability: Durability) -> None:
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
+def _no_double_quoted_strings(conn: Connection, durability: Durability) -> None:
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+
+
+def _foreign_keys(conn: Connection, durability: Durability) -> None:
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _wal(conn: Connection, durability: Durability) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+
+
+def _synchronous(conn: Connection, durability: Durability) -> None:
+    conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+
+
+def _cache(conn: Connection, durability: Durability) -> None:
+    conn.execute("PRAGMA cache_size = -16000")  # 16 MB page cache
+    conn.execute("PRAGMA temp_store = MEMORY")
+
+
+_SETUP: Final[tuple[Callable[[Connection, Durability], None], ...]] = (
+    _busy_timeout,
+    _no_double_quoted_strings,
+    _foreign_keys,
+    _wal,
+    _synchronous,
+    _cache,
+)
+
+
+def _refuse_foreign_file(path: str) -> None:
+    """Refuse a file that is not SQLite by its header, without opening it for writing."""
+    if path == ":memory:" or not os.path.exists(path):
+        return
+    if os.path.isdir(path):
+        raise StoreError(f"{path} is a directory, not a forkline_es database file")
+    with open(path, "rb") as f:
+        head = f.read(len(_SQLITE_MAGIC))
+    if head and head != _SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a SQLite database (its header is not 'SQLite format 3'); "
+            "pass the path of a forkline_es database, or a new path to create one"
+        )
+
+
+def _inspect(conn: Connection, path: str) -> tuple[int, int, int]:
+    """(application_id, user_version, number of schema objects), read-only."""
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
+        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+        objects = conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()[0][0]
+    except apsw.NotADBError as e:
+        raise StoreError(f"{path} is not a SQLite database: {e}") from None
+    except apsw.Error as e:
+        raise StoreError(f"{path} cannot be read as a SQLite database: {e}") from None
+    return int(app_id), int(version), int(objects)
+
+
+def _migrate(conn: Connection, path: str, current: int) -> None:
+    """Step user_version from ``current`` to SCHEMA_VERSION, one transaction per step."""
+    if current == 0:
+        # Only settable on an empty file: lets retention's gc give pages back to the OS.
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    for version in range(current, SCHEMA_VERSION):
+        with conn:  # savepoint: migrations are rare, clarity beats speed here
+            if version == 0:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(MIGRATIONS[version])
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+        _log.info("schema_migrated", path=path, to_version=version + 1)
+
+
+def open_connection(path: str | os.PathLike[str], durability: Durability = "normal") -> Connection:
+    """Open (creating or migrating) a forkline_es database, or raise StoreError untouched."""
+    if durability not in ("normal", "full"):
+        raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
+    spath = os.fspath(path)
+    _refuse_foreign_file(spath)
+    if spath != ":memory:":
+        Path(spath).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = apsw.Connection(spath)
+    except apsw.Error as e:
+        raise StoreError(f"cannot open {spath}: {e}") from None
+    try:
+        app_id, version, objects = _inspect(conn, spath)
+        if app_id != APPLICATION_ID and objects > 0:
+            raise StoreError(
+                f"{spath} is a SQLite database of another application "
+                f"(application_id {app_id:#x}); forkline_es will not write to it"
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{spath} has forkline_es schema version {version}, newer than this "
+                f"forkline_es supports ({SCHEMA_VERSION}); upgrade forkline_es to open it"
+            )
+        for step in _SETUP:
+            step(conn, durability)
+        if version < SCHEMA_VERSION:
+            _migrate(conn, spath, version)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -1,0 +1,194 @@
+"""The append-only event log: atomic appends with optimistic concurrency, streaming reads.
+
+Every public method opens its own transaction and hands the cursor to a private
+``_insert``; callers that must commit more in the same transaction (projections) pass
+``then``, which runs on the same cursor before COMMIT. The hot append path writes
+``BEGIN IMMEDIATE ... COMMIT`` itself: apsw's savepoint context manager is measurably
+slower there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Final, TypeVar
+
+import apsw
+
+from forkline_es.errors import Conflict, ForklineError, StoreError
+from forkline_es.log.connection import Connection, Cursor
+from forkline_es.log.rows import LogRow, NewRow
+
+__all__ = ["EventLog", "translate"]
+
+T = TypeVar("T")
+
+_COLUMNS: Final = "position, run_id, seq, entry, generation, kind, at, key, body, digest, prev"
+_INSERT_ROW: Final = (
+    "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_PAYLOAD: Final = "INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)"
+_READ_BATCH: Final = 5_000
+
+
+def translate(error: apsw.Error, what: str) -> ForklineError:
+    """The one place where a driver error becomes a forkline_es error."""
+    if isinstance(error, apsw.ConstraintError) and "log.run_id, log.seq" in str(error):
+        return Conflict(
+            f"{what}: another writer appended to this run first (its seq is taken); "
+            "get a fresh handle with store.resume_run(run_id) and decide again"
+        )
+    if isinstance(error, apsw.BusyError | apsw.LockedError):
+        return Conflict(f"{what}: the database stayed locked by another writer; retry the call")
+    if isinstance(error, apsw.ConstraintError):
+        return StoreError(f"{what}: {error} (the log refused the write; nothing was written)")
+    return StoreError(f"{what}: {error}")
+
+
+class EventLog:
+    """Appends to and reads from the ``log`` and ``payload`` tables of one connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    # -- writing ---------------------------------------------------------------------
+
+    def append(
+        self,
+        rows: Sequence[NewRow],
+        then: Callable[[Cursor, list[int]], T] | None = None,
+    ) -> tuple[list[int], T | None]:
+        """Append ``rows`` atomically (all or none); return their positions.
+
+        ``then(cursor, positions)`` runs inside the same transaction; if it raises,
+        nothing of the batch is kept.
+        """
+        cur = self.conn.cursor()
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        except apsw.Error as e:
+            raise translate(e, "append") from None
+        try:
+            positions = self._insert(cur, rows)
+            result = then(cur, positions) if then is not None else None
+            cur.execute("COMMIT")
+        except BaseException as e:
+            self._rollback(cur)
+            if isinstance(e, apsw.Error):
+                raise translate(e, "append") from None
+            raise
+        return positions, result
+
+    def _insert(self, cur: Cursor, rows: Sequence[NewRow]) -> list[int]:
+        positions: list[int] = []
+        conn = self.conn
+        for r in rows:
+            cur.execute(
+                _INSERT_ROW,
+                (
+                    r.run_id,
+                    r.seq,
+                    r.entry,
+                    r.generation,
+                    r.kind,
+                    r.at,
+                    r.key,
+                    r.body,
+                    r.digest,
+                    r.prev,
+                ),
+            )
+            position = conn.last_insert_rowid()
+            positions.append(position)
+            for slot, value in r.payloads:
+                cur.execute(_INSERT_PAYLOAD, (position, slot, value))
+        return positions
+
+    @staticmethod
+    def _rollback(cur: Cursor) -> None:
+        with suppress(apsw.Error):  # SQLite may have rolled back already (e.g. on I/O error)
+            cur.execute("ROLLBACK")
+
+    @contextmanager
+    def transaction(self, what: str) -> Iterator[Cursor]:
+        """A write transaction for the rare paths (retention, rebuild): BEGIN IMMEDIATE."""
+        cur = self.conn.cursor()
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        except apsw.Error as e:
+            raise translate(e, what) from None
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException as e:
+            self._rollback(cur)
+            if isinstance(e, apsw.Error):
+                raise translate(e, what) from None
+            raise
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        """A read transaction: every statement inside sees one coherent state."""
+        cur = self.conn.cursor()
+        if self.conn.in_transaction:  # already inside a caller's transaction
+            yield cur
+            return
+        cur.execute("BEGIN")
+        try:
+            yield cur
+        finally:
+            self._rollback(cur)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read_run(self, run_id: str, cur: Cursor | None = None) -> Iterator[LogRow]:
+        """One run's events in seq order, streamed."""
+        c = cur if cur is not None else self.conn.cursor()
+        for row in c.execute(f"SELECT {_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq", (run_id,)):
+            yield LogRow(*row)
+
+    def read_run_from(self, run_id: str, seq: int, limit: int = -1) -> Iterator[LogRow]:
+        """One run's events from ``seq`` on, in seq order."""
+        sql = f"SELECT {_COLUMNS} FROM log WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
+        for row in self.conn.execute(sql, (run_id, seq, limit)):
+            yield LogRow(*row)
+
+    def read_from(self, position: int = 0, batch: int = _READ_BATCH) -> Iterator[LogRow]:
+        """The whole log after ``position`` in position order, fetched in bounded batches."""
+        sql = f"SELECT {_COLUMNS} FROM log WHERE position > ? ORDER BY position LIMIT ?"
+        while True:
+            rows = self.conn.execute(sql, (position, batch)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield LogRow(*row)
+            position = rows[-1][0]
+
+    def payloads(self, positions: Sequence[int], cur: Cursor | None = None) -> dict[tuple[int, str], str]:
+        """Payload values still stored for the given events, keyed by (position, slot)."""
+        c = cur if cur is not None else self.conn.cursor()
+        out: dict[tuple[int, str], str] = {}
+        for i in range(0, len(positions), 500):
+            chunk = positions[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for position, slot, value in c.execute(
+                f"SELECT position, slot, value FROM payload WHERE position IN ({marks})",
+                tuple(chunk),
+            ):
+                out[(position, slot)] = value
+        return out
+
+    def max_position(self) -> int:
+        row = self.conn.execute("SELECT max(position) FROM log").fetchall()[0][0]
+        return int(row or 0)
+
+    def run_exists(self, run_id: str, cur: Cursor | None = None) -> bool:
+        c = cur if cur is not None else self.conn.cursor()
+        return bool(c.execute("SELECT 1 FROM log WHERE run_id = ? AND seq = 1", (run_id,)).fetchall())
+
+    def eviction(self, run_id: str, cur: Cursor | None = None) -> tuple[str, str, str | None] | None:
+        """(at, reason, policy) of the run's eviction record, if one is kept."""
+        c = cur if cur is not None else self.conn.cursor()
+        rows = c.execute("SELECT at, reason, policy FROM eviction WHERE run_id = ?", (run_id,)).fetchall()
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None

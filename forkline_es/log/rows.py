@@ -1,0 +1,74 @@
+"""A log row as written and as read, and the hash chain that links a run's rows.
+
+A row's ``digest`` covers its header and its canonical body; ``prev`` is the digest of
+the run's previous row. Editing a body, swapping two rows' seq, or deleting a row in
+the middle therefore breaks the chain at a precise seq (``store.verify_run``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final
+
+import msgspec
+
+from forkline_es.log.events import EventBody, decode_body
+
+__all__ = ["LogRow", "NewRow", "row_digest"]
+
+_header: Final = msgspec.json.Encoder()
+
+
+class NewRow(msgspec.Struct, frozen=True):
+    """An event ready to append: header, canonical body, chain links and payload values."""
+
+    run_id: str
+    seq: int
+    entry: int | None
+    generation: int
+    kind: str
+    at: str
+    key: str
+    body: bytes
+    digest: str
+    prev: str | None
+    payloads: tuple[tuple[str, bytes], ...] = ()
+
+
+class LogRow(msgspec.Struct, frozen=True):
+    """One stored event. ``event()`` decodes the body with the union's one decoder."""
+
+    position: int
+    run_id: str
+    seq: int
+    entry: int | None
+    generation: int
+    kind: str
+    at: str
+    key: str
+    body: str
+    digest: str
+    prev: str | None
+
+    def event(self) -> EventBody:
+        return decode_body(self.body)
+
+
+def row_digest(
+    run_id: str,
+    seq: int,
+    entry: int | None,
+    generation: int,
+    kind: str,
+    at: str,
+    key: str,
+    prev: str | None,
+    body: bytes | str,
+) -> str:
+    """``sha256:`` over the JSON array of the header fields followed by the body bytes."""
+    if isinstance(body, str):
+        body = body.encode()
+    h = hashlib.sha256(_header.encode((run_id, seq, entry, generation, kind, at, key, prev)))
+    h.update(b"\n")
+    h.update(body)
+    return "sha256:" + h.hexdigest()

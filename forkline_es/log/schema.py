@@ -1,0 +1,90 @@
+"""The database layout, and forward migrations stepped through ``PRAGMA user_version``.
+
+The log and the payload values are the truth; every other table is a projection that
+``forkline_es.projections`` can drop and refold. ``eviction`` is the store-level
+stream that outlives an evicted run (decisions: run-not-retained).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
+
+#: ``PRAGMA application_id`` of a forkline_es database: "FKes" in ASCII.
+APPLICATION_ID: Final = 0x464B6573
+
+_V1: Final = """
+CREATE TABLE log (
+    position   INTEGER PRIMARY KEY AUTOINCREMENT,  -- global, never reused
+    run_id     TEXT    NOT NULL,
+    seq        INTEGER NOT NULL CHECK (seq >= 1),  -- per run, consecutive from 1
+    entry      INTEGER CHECK (entry >= 1),          -- run record entry seq; NULL if not an entry
+    generation INTEGER NOT NULL CHECK (generation >= 0),
+    kind       TEXT    NOT NULL,
+    at         TEXT    NOT NULL,                    -- canonical UTC timestamp
+    key        TEXT    NOT NULL,                    -- idempotency key of the call
+    body       TEXT    NOT NULL,                    -- canonical JSON of the event Struct
+    digest     TEXT    NOT NULL,                    -- sha256 of this row's header and body
+    prev       TEXT,                                -- digest of the run's previous row
+    UNIQUE (run_id, seq)
+);
+
+CREATE TABLE payload (
+    position INTEGER NOT NULL REFERENCES log (position),
+    slot     TEXT    NOT NULL,
+    value    TEXT    NOT NULL,                      -- canonical JSON of the typed value
+    PRIMARY KEY (position, slot)
+) WITHOUT ROWID;
+
+CREATE TABLE eviction (
+    run_id   TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,                      -- the last log position of the run
+    at       TEXT NOT NULL,
+    reason   TEXT NOT NULL,
+    policy   TEXT
+);
+
+CREATE TRIGGER log_is_append_only BEFORE UPDATE ON log
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: log rows are never updated');
+END;
+
+CREATE TRIGGER log_deletes_only_evicted BEFORE DELETE ON log
+WHEN NOT EXISTS (SELECT 1 FROM eviction WHERE run_id = OLD.run_id)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: log rows are deleted only after their run''s eviction is recorded');
+END;
+
+CREATE TRIGGER payload_is_immutable BEFORE UPDATE ON payload
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: payload values are never updated');
+END;
+
+CREATE TRIGGER payload_deletes_only_recorded BEFORE DELETE ON payload
+WHEN NOT EXISTS (
+    SELECT 1 FROM log AS owner JOIN eviction AS e ON e.run_id = owner.run_id
+    WHERE owner.position = OLD.position
+) AND NOT EXISTS (
+    SELECT 1 FROM log AS owner
+    JOIN log AS r ON r.run_id = owner.run_id AND r.kind = 'payloads-removed'
+    JOIN json_each(r.body, '$.removed') AS j
+    WHERE owner.position = OLD.position
+      AND json_extract(j.value, '$[0]') = OLD.position
+      AND json_extract(j.value, '$[1]') = OLD.slot
+)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: a payload value is deleted only after its removal is recorded');
+END;
+
+CREATE TABLE projector (
+    name     TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL,
+    position INTEGER NOT NULL                       -- last log position folded
+);
+"""
+
+#: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
+MIGRATIONS: Final[tuple[str, ...]] = (_V1,)
+
+SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -1,0 +1,54 @@
+"""Projection state as frozen Structs: what a fold returns and what a persister stores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from forkline_es.log.events import Slot
+
+__all__ = ["RunSummary", "SlotRef", "StepView"]
+
+
+class SlotRef(msgspec.Struct, frozen=True, array_like=True):
+    """A payload slot as seen by a projection: the event holding its value, and its record."""
+
+    position: int
+    slot: str
+    recorded: Slot
+
+
+class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The run-summaries read model: one per run, folded from the run's own events."""
+
+    run_id: str
+    workflow: str
+    standard: str
+    started_at: str
+    name: str | None = None
+    status: str = "active"
+    dry_run: bool = False
+    parent: str | None = None
+    predecessor: str | None = None
+    generation: int = 0
+    code: str | None = None
+    step: str | None = None
+    reason: str | None = None
+    ended_at: str | None = None
+    pins: dict[str, str] | None = None
+    env: dict[str, str] | None = None
+    slots: dict[str, SlotRef] = {}
+
+
+class StepView(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The current logical view of one step path (active entries only)."""
+
+    path: str
+    generation: int
+    status: str = "active"
+    outcome: str | None = None
+    code: str | None = None
+    branch: dict[str, Any] | None = None
+    attempt: int | None = None
+    slots: dict[str, SlotRef] = {}

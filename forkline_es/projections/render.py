@@ -1,0 +1,133 @@
+"""Document shapes (002, Run Record Document) rendered from projection state, values aside.
+
+A present slot is rendered with a private ``"@": [position, slot]`` reference instead of
+its value; ``records.documents`` resolves the reference against the payload table at
+read time (``value`` when the row is there, state ``removed`` when retention took it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from forkline_es.log.events import (
+    ActionInvoked,
+    ActionResult,
+    ChildStarted,
+    EventBody,
+    Recovered,
+    RunConcluded,
+    RunStarted,
+    StepBegun,
+    StepEnded,
+)
+from forkline_es.log.rows import LogRow
+from forkline_es.projections.model import RunSummary, SlotRef, StepView
+from forkline_es.recording.payloads import SLOT_CLASS
+
+__all__ = ["REF", "render_entry", "render_slots", "render_step", "render_summary"]
+
+#: The private member carrying a present slot's (position, slot) until it is resolved.
+REF: Final = "@"
+
+
+def render_slots(refs: dict[str, SlotRef]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, ref in refs.items():
+        rec = ref.recorded
+        slot: dict[str, Any] = {"class": SLOT_CLASS[name], "state": rec.state}
+        if rec.suppressed is not None:
+            slot["suppressed"] = rec.suppressed
+        if rec.state == "present":
+            slot[REF] = [ref.position, ref.slot]
+        out[name] = slot
+    return out
+
+
+def _own_slots(row: LogRow, slots: dict[str, Any]) -> dict[str, Any]:
+    return render_slots({k: SlotRef(row.position, k, s) for k, s in slots.items()})
+
+
+def render_step(view: StepView) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "path": view.path,
+        "generation": view.generation,
+        "status": view.status,
+        "payloads": render_slots(view.slots),
+    }
+    if view.status == "ended":
+        record["outcome"] = view.outcome
+    if view.code is not None:
+        record["code"] = view.code
+    if view.branch is not None:
+        record["branch"] = view.branch
+    return record
+
+
+def render_summary(summary: RunSummary) -> dict[str, Any]:
+    """The run member: summary fields, generation, and code/step/reason when supplied."""
+    run: dict[str, Any] = {
+        "id": summary.run_id,
+        "workflow": summary.workflow,
+        "status": summary.status,
+        "started_at": summary.started_at,
+        "dry_run": summary.dry_run,
+        "parent": summary.parent,
+        "generation": summary.generation,
+    }
+    if summary.name is not None:
+        run["name"] = summary.name
+    for member in ("code", "step", "reason", "predecessor"):
+        value = getattr(summary, member)
+        if value is not None:
+            run[member] = value
+    return run
+
+
+def render_entry(row: LogRow, event: EventBody, view: StepView | None) -> dict[str, Any]:
+    """One entry of the ordered projection; ``view`` is the step's view just after a step event."""
+    entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation}
+    match event:
+        case RunStarted():
+            entry["kind"] = "start"
+            if event.slots:
+                entry["payloads"] = _own_slots(row, event.slots)
+        case StepBegun() | StepEnded():
+            assert view is not None
+            entry["kind"] = "step"
+            step = render_step(view)
+            step["payloads"] = render_slots(
+                {k: r for k, r in view.slots.items() if r.position <= row.position}
+            )
+            entry["step"] = step
+        case ActionInvoked():
+            entry.update(
+                kind="invoke",
+                path=event.path,
+                attempt=event.attempt,
+                operation=event.operation,
+                artifact=event.artifact,
+                dispatch=event.dispatch,
+            )
+            if event.slots:
+                entry["payloads"] = _own_slots(row, event.slots)
+        case ActionResult():
+            entry.update(kind="result", path=event.path, attempt=event.attempt, dispatch=event.dispatch)
+            if event.code is not None:
+                entry["code"] = event.code
+            if event.slots:
+                entry["payloads"] = _own_slots(row, event.slots)
+        case ChildStarted():
+            entry.update(kind="child", path=event.path, child=event.child)
+        case Recovered():
+            entry.update(kind="recovery", supersedes=event.supersedes)
+        case RunConcluded():
+            entry.update(kind="conclude", status=event.status)
+            for member in ("path", "code", "reason"):
+                value = getattr(event, member)
+                if value is not None:
+                    entry[member] = value
+            if event.slots:
+                entry["payloads"] = _own_slots(row, event.slots)
+        case _:
+            raise ValueError(f"{type(event).__name__} is not an entry")
+    return entry

@@ -1,0 +1,153 @@
+"""The SQL that persists projection state: DDL, loaders and savers, nothing else.
+
+Every projection table can be dropped and refolded from the log; the ``doc`` columns
+hold canonical JSON fragments of the run record document (values resolved at read).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from forkline_es.log.connection import Cursor
+from forkline_es.projections.model import RunSummary, StepView
+from forkline_es.values import canonical_json
+
+__all__ = ["DDL", "TABLES", "Persister"]
+
+TABLES: Final = ("run_summary", "step_view", "entry", "payload_removal")
+
+DDL: Final = """
+CREATE TABLE IF NOT EXISTS run_summary (
+    run_id      TEXT PRIMARY KEY,
+    workflow    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT,
+    parent      TEXT,
+    generation  INTEGER NOT NULL,
+    state       TEXT NOT NULL            -- the RunSummary Struct (JSON)
+);
+CREATE INDEX IF NOT EXISTS run_summary_by_workflow ON run_summary (workflow);
+
+CREATE TABLE IF NOT EXISTS step_view (
+    run_id     TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    status     TEXT NOT NULL,
+    outcome    TEXT,
+    state      BLOB NOT NULL,            -- the StepView Struct (JSON)
+    PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS entry (
+    run_id        TEXT NOT NULL,
+    seq           INTEGER NOT NULL,
+    position      INTEGER NOT NULL,
+    generation    INTEGER NOT NULL,
+    kind          TEXT NOT NULL,
+    path          TEXT,
+    superseded_by INTEGER,               -- entry seq of the recovery that superseded it
+    doc           TEXT NOT NULL,         -- canonical JSON of the entry, slot values by reference
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS payload_removal (
+    position    INTEGER NOT NULL,        -- the event whose slot value was removed
+    slot        TEXT NOT NULL,
+    run_id      TEXT NOT NULL,
+    removed_by  INTEGER NOT NULL,        -- position of the payloads-removed event
+    PRIMARY KEY (position, slot)
+) WITHOUT ROWID;
+"""
+
+_summary_enc: Final = msgspec.json.Encoder()
+_summary_dec: Final = msgspec.json.Decoder(RunSummary)
+_step_dec: Final = msgspec.json.Decoder(StepView)
+
+
+class Persister:
+    """Loads and saves projection state through one cursor (the append's transaction)."""
+
+    def load_summary(self, cur: Cursor, run_id: str) -> RunSummary | None:
+        rows = cur.execute("SELECT state FROM run_summary WHERE run_id = ?", (run_id,)).fetchall()
+        return _summary_dec.decode(rows[0][0]) if rows else None
+
+    def save_summary(self, cur: Cursor, s: RunSummary) -> None:
+        cur.execute(
+            "INSERT OR REPLACE INTO run_summary (run_id, workflow, status, started_at, ended_at, parent, "
+            "generation, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                s.run_id,
+                s.workflow,
+                s.status,
+                s.started_at,
+                s.ended_at,
+                s.parent,
+                s.generation,
+                _summary_enc.encode(s).decode(),
+            ),
+        )
+
+    def load_summaries(self, cur: Cursor, workflow: str | None = None) -> list[RunSummary]:
+        if workflow is None:
+            rows = cur.execute("SELECT state FROM run_summary ORDER BY started_at, run_id")
+        else:
+            rows = cur.execute(
+                "SELECT state FROM run_summary WHERE workflow = ? ORDER BY started_at, run_id",
+                (workflow,),
+            )
+        return [_summary_dec.decode(s) for (s,) in rows]
+
+    def load_steps(self, cur: Cursor, run_id: str) -> list[StepView]:
+        rows = cur.execute("SELECT state FROM step_view WHERE run_id = ? ORDER BY path", (run_id,))
+        return [_step_dec.decode(s) for (s,) in rows]
+
+    def load_step(self, cur: Cursor, run_id: str, path: str) -> StepView | None:
+        rows = cur.execute(
+            "SELECT state FROM step_view WHERE run_id = ? AND path = ?", (run_id, path)
+        ).fetchall()
+        return _step_dec.decode(rows[0][0]) if rows else None
+
+    def save_step(self, cur: Cursor, run_id: str, v: StepView) -> None:
+        cur.execute(
+            "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, v.path, v.generation, v.status, v.outcome, _summary_enc.encode(v).decode()),
+        )
+
+    def delete_step(self, cur: Cursor, run_id: str, path: str) -> None:
+        cur.execute("DELETE FROM step_view WHERE run_id = ? AND path = ?", (run_id, path))
+
+    def insert_entry(
+        self,
+        cur: Cursor,
+        run_id: str,
+        seq: int,
+        position: int,
+        generation: int,
+        kind: str,
+        path: str | None,
+        doc: dict[str, Any],
+    ) -> None:
+        cur.execute(
+            "INSERT INTO entry (run_id, seq, position, generation, kind, path, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, seq, position, generation, kind, path, canonical_json(doc).decode()),
+        )
+
+    def supersede(self, cur: Cursor, run_id: str, seqs: list[int], by: int) -> None:
+        cur.executemany(
+            "UPDATE entry SET superseded_by = ? WHERE run_id = ? AND seq = ?",
+            [(by, run_id, n) for n in seqs],
+        )
+
+    def record_removals(self, cur: Cursor, run_id: str, removed: list[tuple[int, str]], by: int) -> None:
+        cur.executemany(
+            "INSERT OR REPLACE INTO payload_removal (position, slot, run_id, removed_by) VALUES (?, ?, ?, ?)",
+            [(position, slot, run_id, by) for position, slot in removed],
+        )
+
+    def mark_position(self, cur: Cursor, position: int) -> None:
+        cur.execute("UPDATE projector SET position = ? WHERE position < ?", (position, position))

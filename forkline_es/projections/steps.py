@@ -1,0 +1,87 @@
+"""Step views: a pure fold ``(view, row, event) -> view`` per step path.
+
+Only active entries count: after a recovery the runner refolds the touched paths from
+their remaining entries (``refold``), so a superseded entry leaves no trace in the view
+while the entries projection still shows it. A step reused from an earlier generation
+keeps that generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from msgspec.structs import replace
+
+from forkline_es.log.events import (
+    ActionInvoked,
+    ActionResult,
+    ChildStarted,
+    EventBody,
+    Slot,
+    StepBegun,
+    StepEnded,
+)
+from forkline_es.log.rows import LogRow
+from forkline_es.projections.model import SlotRef, StepView
+
+__all__ = ["STEP_EVENTS", "fold_step", "refold"]
+
+STEP_EVENTS = (StepBegun, ActionInvoked, ActionResult, StepEnded, ChildStarted)
+
+_ATTEMPT_SLOTS = ("arguments", "result", "details")
+
+
+def _refs(row: LogRow, slots: dict[str, Slot]) -> dict[str, SlotRef]:
+    return {k: SlotRef(row.position, k, s) for k, s in slots.items()}
+
+
+def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView | None:
+    """The step view of ``event``'s path after it; None only if there never was one."""
+    gen = row.generation
+    match event:
+        case StepBegun():
+            base = view or StepView(path=event.path, generation=gen)
+            return replace(base, generation=gen, slots={**base.slots, **_refs(row, event.slots)})
+        case ActionInvoked():
+            base = view or StepView(path=event.path, generation=gen)
+            kept = {k: v for k, v in base.slots.items() if k not in _ATTEMPT_SLOTS or k == "arguments"}
+            return replace(
+                base,
+                generation=gen,
+                attempt=event.attempt,
+                code=None,
+                slots={**kept, **_refs(row, event.slots)},
+            )
+        case ActionResult():
+            if view is None:
+                return None
+            return replace(
+                view,
+                generation=gen,
+                code=event.code,
+                slots={**view.slots, **_refs(row, event.slots)},
+            )
+        case StepEnded():
+            base = view or StepView(path=event.path, generation=gen)
+            return replace(
+                base,
+                generation=gen,
+                status="ended",
+                outcome=event.outcome,
+                code=event.code if event.code is not None else base.code,
+                branch=event.branch,
+                slots={**base.slots, **_refs(row, event.slots)},
+            )
+        case ChildStarted():
+            base = view or StepView(path=event.path, generation=gen)
+            return replace(base, generation=gen)
+        case _:
+            return view
+
+
+def refold(path_events: Iterable[tuple[LogRow, EventBody]]) -> StepView | None:
+    """A path's view from scratch, over its active events in seq order."""
+    view: StepView | None = None
+    for row, event in path_events:
+        view = fold_step(view, row, event)
+    return view

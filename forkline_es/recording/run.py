@@ -1,0 +1,394 @@
+"""The Run handle: the executor's write path. Each call checks, then appends one event.
+
+Follow ``run.invoke(...)``: the arguments are checked against the cached ``RunState``
+(``recording.state``), the payload is encoded (``recording.payloads``), the event body
+(``log.events``) becomes a chained ``NewRow`` here, and ``Store._commit`` appends it to
+``log`` and folds it into the projections in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from forkline_es._logging import get_logger
+from forkline_es.errors import Conflict, InvalidRequest, RecordError
+from forkline_es.log.events import (
+    ENTRY_KINDS,
+    ActionInvoked,
+    ActionResult,
+    ChildStarted,
+    EventBody,
+    Recovered,
+    RunConcluded,
+    RunHeld,
+    RunResumed,
+    RunSuspended,
+    StepBegun,
+    StepEnded,
+    encode_body,
+    kind_of,
+)
+from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.recording.markers import MISSING
+from forkline_es.recording.payloads import encode_slots
+from forkline_es.recording.state import (
+    RunState,
+    check_branch,
+    check_path,
+    check_text,
+    comparable,
+)
+from forkline_es.values import utc_now
+
+if TYPE_CHECKING:
+    from forkline_es.store import Store
+
+__all__ = ["Run"]
+
+_log = get_logger("forkline_es.recording")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
+    """Log every refusal as one structured event, then let it propagate unchanged."""
+
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except RecordError as e:
+            run = args[0]
+            _log.info(
+                "refused",
+                call=method.__name__,
+                run_id=getattr(run, "id", None),
+                code=e.code,
+                message=e.message,
+            )
+            raise
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    wrapper.__qualname__ = method.__qualname__
+    return wrapper
+
+
+class Run:
+    """A handle on one run, holding the folded state of everything it has appended.
+
+    A handle whose state turns out stale (another process recovered or extended the
+    run) is fenced: every later call is refused with ``conflict``; take a fresh one
+    with ``store.resume_run(run_id)``.
+    """
+
+    def __init__(self, store: Store, state: RunState) -> None:
+        self._store = store
+        self._state = state
+        self._fenced: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self._state.run_id
+
+    @property
+    def generation(self) -> int:
+        return self._state.generation
+
+    @property
+    def status(self) -> str:
+        return self._state.status
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id} generation={self.generation} status={self.status}>"
+
+    # -- the executor API --------------------------------------------------------------
+
+    @_logged_refusals
+    def begin_step(self, path: str, arguments: Any = MISSING, *, key: str | None = None) -> int:
+        """Record that the step at ``path`` began; returns its entry seq."""
+        check_path(path)
+        slots, rows = self._slots(arguments=arguments)
+        event = StepBegun(path=path, slots=slots)
+        return self._record(
+            event,
+            key or f"begin:{self.generation}:{path}",
+            rows,
+            lambda: self._state.check_begin(path),
+        )
+
+    @_logged_refusals
+    def invoke(
+        self,
+        path: str,
+        attempt: int,
+        operation: str,
+        artifact: str,
+        dispatch: str,
+        arguments: Any = MISSING,
+        *,
+        key: str | None = None,
+    ) -> int:
+        """Record one attempt of an action, before dispatch or with an ambiguous dispatch."""
+        check_path(path)
+        check_text(operation, "operation")
+        check_text(artifact, "artifact")
+        slots, rows = self._slots(arguments=arguments)
+        event = ActionInvoked(
+            path=path,
+            attempt=attempt,
+            operation=operation,
+            artifact=artifact,
+            dispatch=dispatch,
+            slots=slots,
+        )
+        return self._record(
+            event,
+            key or f"invoke:{self.generation}:{path}:{attempt}",
+            rows,
+            lambda: self._state.check_invoke(path, attempt, dispatch),
+        )
+
+    @_logged_refusals
+    def result(
+        self,
+        path: str,
+        attempt: int,
+        dispatch: str,
+        code: str | None = None,
+        result: Any = MISSING,
+        details: Any = MISSING,
+        *,
+        key: str | None = None,
+    ) -> int:
+        """Record the accepted result of an attempt invoked in the active generation."""
+        check_path(path)
+        check_text(code, "code", optional=True)
+        slots, rows = self._slots(result=result, details=details)
+        event = ActionResult(path=path, attempt=attempt, dispatch=dispatch, code=code, slots=slots)
+        return self._record(
+            event,
+            key or f"result:{self.generation}:{path}:{attempt}",
+            rows,
+            lambda: self._state.check_result(path, attempt, dispatch),
+        )
+
+    @_logged_refusals
+    def end_step(
+        self,
+        path: str,
+        outcome: str,
+        code: str | None = None,
+        branch: Any = None,
+        result: Any = MISSING,
+        details: Any = MISSING,
+        binding: Any = MISSING,
+        event: Any = MISSING,
+        *,
+        key: str | None = None,
+    ) -> int:
+        """Record the step's outcome (and branch decision); its occurrence is then ended."""
+        check_path(path)
+        check_text(code, "code", optional=True)
+        decided = check_branch(branch)
+        slots, rows = self._slots(result=result, details=details, binding=binding, event=event)
+        body = StepEnded(path=path, outcome=outcome, code=code, branch=decided, slots=slots)
+        return self._record(
+            body,
+            key or f"end:{self.generation}:{path}",
+            rows,
+            lambda: self._state.check_end(path, outcome),
+        )
+
+    @_logged_refusals
+    def child(self, path: str, child_run_id: str, *, key: str | None = None) -> int:
+        """Record that the step at ``path`` started the child run ``child_run_id``."""
+        check_path(path)
+        event = ChildStarted(path=path, child=child_run_id)
+        return self._record(
+            event,
+            key or f"child:{self.generation}:{path}:{child_run_id}",
+            (),
+            lambda: self._state.check_child(path, child_run_id),
+        )
+
+    @_logged_refusals
+    def suspend(self, reason: str | None = None, *, key: str | None = None) -> None:
+        """The run waits (status ``suspended``) until ``resume``."""
+        check_text(reason, "reason", optional=True)
+        self._record(
+            RunSuspended(reason=reason),
+            key or f"suspend:{self.generation}:{self._state.seq + 1}",
+            (),
+            lambda: self._state.check_status_change("suspended"),
+        )
+
+    @_logged_refusals
+    def hold(
+        self,
+        code: str | None = None,
+        step: str | None = None,
+        reason: str | None = None,
+        *,
+        key: str | None = None,
+    ) -> None:
+        """The run is held (status ``held``); ``code``/``step``/``reason`` appear in its summary."""
+        check_text(code, "code", optional=True)
+        check_text(reason, "reason", optional=True)
+        if step is not None:
+            check_path(step)
+        self._record(
+            RunHeld(code=code, step=step, reason=reason),
+            key or f"hold:{self.generation}:{self._state.seq + 1}",
+            (),
+            lambda: self._state.check_status_change("held"),
+        )
+
+    @_logged_refusals
+    def resume(self, *, key: str | None = None) -> None:
+        """A suspended or held run is active again."""
+        self._record(
+            RunResumed(),
+            key or f"resume:{self.generation}:{self._state.seq + 1}",
+            (),
+            lambda: self._state.check_status_change("active"),
+        )
+
+    @_logged_refusals
+    def recover(self, supersedes: Sequence[int] = (), *, key: str | None = None) -> int:
+        """Enter the next generation, taking ``supersedes`` entries out of consideration.
+
+        Returns the new generation number. An empty ``supersedes`` is still recorded.
+        """
+        wanted = list(supersedes) if isinstance(supersedes, list | tuple) else supersedes
+        well_formed = isinstance(wanted, list) and all(type(n) is int for n in wanted)
+        event = Recovered(supersedes=sorted(wanted) if well_formed else [])
+        generation = self.generation + 1
+        self._record(
+            event,
+            key or f"recover:{generation}",
+            (),
+            lambda: self._state.check_recover(wanted),
+            generation=generation,
+        )
+        _log.info("recovered", run_id=self.id, generation=self.generation, supersedes=event.supersedes)
+        return self.generation
+
+    @_logged_refusals
+    def conclude(
+        self,
+        status: str,
+        path: str | None = None,
+        code: str | None = None,
+        reason: str | None = None,
+        outputs: Any = MISSING,
+        *,
+        key: str | None = None,
+    ) -> int:
+        """Record the terminal outcome; the last entry of the run."""
+        if path is not None:
+            check_path(path)
+        check_text(code, "code", optional=True)
+        check_text(reason, "reason", optional=True)
+        slots, rows = self._slots(outputs=outputs)
+        event = RunConcluded(status=status, path=path, code=code, reason=reason, slots=slots)
+        entry = self._record(
+            event,
+            key or "conclude",
+            rows,
+            lambda: self._state.check_conclude(status, outputs is not MISSING),
+        )
+        _log.info("concluded", run_id=self.id, status=status, generation=self.generation)
+        return entry
+
+    # -- the one append path ------------------------------------------------------------
+
+    def _slots(self, **args: Any) -> tuple[dict[str, Any], tuple[tuple[str, bytes], ...]]:
+        return encode_slots(args, self._store.is_sensitive)
+
+    def _record(
+        self,
+        event: EventBody,
+        key: str,
+        payloads: Sequence[tuple[str, bytes]],
+        check: Callable[[], Any],
+        *,
+        generation: int | None = None,
+    ) -> int:
+        """Return the original seq for a repeated call, else check and append one event."""
+        if self._fenced is not None:
+            raise Conflict(self._fenced)
+        if not isinstance(key, str) or not key:
+            raise InvalidRequest(f"an idempotency key is a nonempty string, not {key!r}")
+        body = encode_body(event)
+        state = self._state
+        seen = state.keys.get(key)
+        if seen is not None:
+            if seen[2] != comparable(event, body):
+                raise Conflict(f"a different call was already recorded under idempotency key {key!r}")
+            return seen[1] if seen[1] is not None else seen[0]
+        check()
+        kind = kind_of(event)
+        seq = state.seq + 1
+        entry = state.entries + 1 if kind in ENTRY_KINDS else None
+        gen = state.generation if generation is None else generation
+        at = utc_now()
+        digest = row_digest(state.run_id, seq, entry, gen, kind, at, key, state.last_digest, body)
+        row = NewRow(
+            state.run_id,
+            seq,
+            entry,
+            gen,
+            kind,
+            at,
+            key,
+            body,
+            digest,
+            state.last_digest,
+            tuple(payloads),
+        )
+        try:
+            self._store._commit(row, event)
+        except Conflict:
+            if self._adopt_own_commit(row, event, body):
+                return entry if entry is not None else seq
+            self._fenced = (
+                f"run {self.id} was extended by another writer; this handle is stale "
+                "(store.resume_run(run_id) gives a handle at the current generation)"
+            )
+            raise
+        state.apply(seq, entry, gen, key, digest, body, event)
+        return entry if entry is not None else seq
+
+    def _adopt_own_commit(self, row: NewRow, event: EventBody, body: bytes) -> bool:
+        """After a seq clash: was it our own commit whose acknowledgement was lost?"""
+        stored = self._store._log_row(row.run_id, row.seq)
+        if stored is None or stored.key != row.key:
+            return False
+        if comparable(stored.event(), stored.body.encode()) != comparable(event, body):
+            return False
+        if self._store._log_row(row.run_id, row.seq + 1) is not None:
+            return False  # others appended after it: our cached state cannot be trusted
+        self._state.apply(
+            stored.seq,
+            stored.entry,
+            stored.generation,
+            stored.key,
+            stored.digest,
+            stored.body.encode(),
+            stored.event(),
+        )
+        return True
+
+    # -- internal hooks used by other capabilities -----------------------------------------
+
+    def _append_event(
+        self,
+        event: EventBody,
+        key: str,
+        payloads: Sequence[tuple[str, bytes]] = (),
+        check: Callable[[], Any] | None = None,
+    ) -> int:
+        """Append a non-entry event (artifacts, manifests, observations, Forkline events)."""
+        return self._record(event, key, payloads, check or self._state.check_open)

@@ -1,0 +1,300 @@
+"""The run aggregate: a fold of one run's events that every recording call is checked against.
+
+``RunState.apply(row, event)`` folds an event that is already in the log; the
+``check_*`` methods raise a coded refusal *before* anything is appended. A handle keeps
+its state cached, so a call costs one in-memory check and one append, not a re-read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from forkline_es.errors import Conflict, InvalidRequest
+from forkline_es.log.events import (
+    ENTRY_KINDS,
+    ActionInvoked,
+    ActionResult,
+    ChildStarted,
+    EventBody,
+    Recovered,
+    RunConcluded,
+    RunHeld,
+    RunResumed,
+    RunStarted,
+    RunSuspended,
+    StepBegun,
+    StepEnded,
+    encode_body,
+)
+from forkline_es.paths import path_problem
+from forkline_es.vocabulary import (
+    INVOKE_DISPATCH,
+    RESULT_DISPATCH,
+    STEP_OUTCOMES,
+    TERMINAL_OUTCOMES,
+)
+
+__all__ = ["EntryFact", "RunState", "check_branch", "check_path"]
+
+
+def check_path(path: object) -> str:
+    problem = path_problem(path)
+    if problem is not None:
+        raise InvalidRequest(f"malformed step path: {problem}")
+    assert isinstance(path, str)
+    return path
+
+
+def check_branch(branch: Any) -> dict[str, Any] | None:
+    """A branch decision is {case: str}, {arm: int >= 0} or {else: True}."""
+    if branch is None:
+        return None
+    if isinstance(branch, dict) and len(branch) == 1:
+        ((k, v),) = branch.items()
+        if k == "case" and type(v) is str:
+            return {"case": v}
+        if k == "arm" and type(v) is int and v >= 0:
+            return {"arm": v}
+        if k == "else" and v is True:
+            return {"else": True}
+    raise InvalidRequest(
+        f"branch must be {{'case': str}}, {{'arm': int >= 0}} or {{'else': True}}, not {branch!r}"
+    )
+
+
+def check_word(value: object, allowed: frozenset[str], what: str) -> str:
+    if value not in allowed:
+        raise InvalidRequest(f"{what} must be one of {sorted(allowed)}, not {value!r}")
+    assert isinstance(value, str)
+    return value
+
+
+def check_text(value: object, what: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"{what} must be a nonempty string, not {value!r}")
+    return value
+
+
+@dataclass(slots=True)
+class EntryFact:
+    """What recovery and validation need to know about one entry of the run record."""
+
+    entry: int
+    log_kind: str
+    generation: int
+    path: str | None = None
+    attempt: int | None = None
+    superseded: bool = False
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything the log says about one run that a recording call can be refused on."""
+
+    run_id: str
+    workflow: str = ""
+    seq: int = 0
+    entries: int = 0
+    generation: int = 0
+    status: str = "active"
+    last_digest: str | None = None
+    #: idempotency key -> (log seq, entry seq or None, comparable body bytes)
+    keys: dict[str, tuple[int, int | None, bytes]] = field(default_factory=dict)
+    facts: list[EntryFact] = field(default_factory=list)
+    #: path -> entry seqs of every entry naming the path (superseded ones too)
+    path_entries: dict[str, list[int]] = field(default_factory=dict)
+    max_attempt: dict[str, int] = field(default_factory=dict)
+    #: path -> "active" | "ended", over active (not superseded) entries only
+    path_status: dict[str, str] = field(default_factory=dict)
+    #: path -> generation of the active step-begun entry, if any
+    begun_in: dict[str, int] = field(default_factory=dict)
+    #: (path, attempt) invoked in the current generation, without a result yet
+    open_invokes: set[tuple[str, int]] = field(default_factory=set)
+    children: set[str] = field(default_factory=set)
+    concluded: bool = False
+
+    # -- folding ---------------------------------------------------------------------
+
+    def apply(
+        self,
+        seq: int,
+        entry: int | None,
+        generation: int,
+        key: str,
+        digest: str,
+        body: bytes,
+        event: EventBody,
+    ) -> None:
+        """Fold one event that is in the log (never called for a refused call)."""
+        self.seq = seq
+        self.last_digest = digest
+        self.keys[key] = (seq, entry, comparable(event, body))
+        path = getattr(event, "path", None) if entry is not None else None
+        if entry is not None:
+            self.entries = entry
+            attempt = getattr(event, "attempt", None)
+            self.facts.append(EntryFact(entry, _kind(event), generation, path, attempt))
+            if path is not None:
+                self.path_entries.setdefault(path, []).append(entry)
+        match event:
+            case RunStarted():
+                self.workflow = event.workflow
+            case StepBegun():
+                self.path_status[event.path] = "active"
+                self.begun_in[event.path] = generation
+            case ActionInvoked():
+                self.max_attempt[event.path] = max(self.max_attempt.get(event.path, 0), event.attempt)
+                self.path_status.setdefault(event.path, "active")
+                self.open_invokes.add((event.path, event.attempt))
+            case ActionResult():
+                self.open_invokes.discard((event.path, event.attempt))
+            case StepEnded():
+                self.path_status[event.path] = "ended"
+            case ChildStarted():
+                self.children.add(event.child)
+                self.path_status.setdefault(event.path, "active")
+            case RunSuspended():
+                self.status = "suspended"
+            case RunHeld():
+                self.status = "held"
+            case RunResumed():
+                self.status = "active"
+            case Recovered():
+                self._recover(event.supersedes, generation)
+            case RunConcluded():
+                self.status = event.status
+                self.concluded = True
+            case _:
+                pass
+
+    def _recover(self, supersedes: list[int], generation: int) -> None:
+        self.generation = generation
+        self.open_invokes.clear()  # a later result cannot answer an earlier generation's invoke
+        touched: set[str] = set()
+        for n in supersedes:
+            fact = self.facts[n - 1]
+            fact.superseded = True
+            if fact.path is not None:
+                touched.add(fact.path)
+        for path in touched:
+            active = [self.facts[n - 1] for n in self.path_entries[path] if not self.facts[n - 1].superseded]
+            self.begun_in.pop(path, None)
+            self.path_status.pop(path, None)
+            for fact in active:
+                if fact.log_kind == "step-begun":
+                    self.begun_in[path] = fact.generation
+                status = "ended" if fact.log_kind == "step-ended" else "active"
+                if self.path_status.get(path) != "ended":
+                    self.path_status[path] = status
+
+    # -- checks (raise before anything is appended) -----------------------------------
+
+    def check_open(self) -> None:
+        if self.concluded:
+            raise Conflict(f"run {self.run_id} is concluded ({self.status}); nothing more can be recorded")
+
+    def check_begin(self, path: str) -> None:
+        self.check_open()
+        if self.path_status.get(path) == "ended":
+            raise Conflict(
+                f"step {path!r} already ended; a recovery must supersede its entries before it runs again"
+            )
+        if self.begun_in.get(path) == self.generation:
+            raise Conflict(f"step {path!r} already began in generation {self.generation}")
+
+    def check_invoke(self, path: str, attempt: object, dispatch: object) -> None:
+        self.check_open()
+        check_attempt(attempt)
+        check_word(dispatch, INVOKE_DISPATCH, "invoke dispatch")
+        if self.path_status.get(path) == "ended":
+            raise Conflict(f"step {path!r} already ended; it cannot be invoked again")
+        previous = self.max_attempt.get(path, 0)
+        assert isinstance(attempt, int)
+        if attempt <= previous:
+            raise Conflict(
+                f"attempt {attempt} of {path!r} is not greater than the previous attempt {previous}"
+            )
+
+    def check_result(self, path: str, attempt: object, dispatch: object) -> None:
+        self.check_open()
+        check_attempt(attempt)
+        check_word(dispatch, RESULT_DISPATCH, "result dispatch")
+        assert isinstance(attempt, int)
+        if (path, attempt) not in self.open_invokes:
+            raise Conflict(
+                f"no open invoke of {path!r} attempt {attempt} in generation {self.generation}: "
+                "record run.invoke(...) first (a result answers an invoke of the active generation, once)"
+            )
+
+    def check_end(self, path: str, outcome: object) -> None:
+        self.check_open()
+        check_word(outcome, STEP_OUTCOMES, "step outcome")
+        status = self.path_status.get(path)
+        if status is None:
+            raise Conflict(f"step {path!r} never began and was never invoked; call begin_step first")
+        if status == "ended":
+            raise Conflict(f"step {path!r} already ended")
+
+    def check_child(self, path: str, child: object) -> None:
+        self.check_open()
+        check_text(child, "child run id")
+        if child in self.children:
+            raise Conflict(f"child run {child!r} is already recorded")
+        if self.path_status.get(path) == "ended":
+            raise Conflict(f"step {path!r} already ended; it cannot start a child run")
+
+    def check_status_change(self, to: str) -> None:
+        self.check_open()
+        allowed = {
+            "suspended": {"active"},
+            "held": {"active", "suspended"},
+            "active": {"suspended", "held"},
+        }
+        if self.status not in allowed[to]:
+            raise Conflict(f"run {self.run_id} is {self.status}; it cannot become {to}")
+
+    def check_recover(self, supersedes: object) -> list[int]:
+        self.check_open()
+        if not isinstance(supersedes, list | tuple) or any(type(n) is not int for n in supersedes):
+            raise InvalidRequest(f"supersedes must be a list of entry seq integers, not {supersedes!r}")
+        seqs = list(supersedes)
+        if len(set(seqs)) != len(seqs):
+            raise InvalidRequest(f"supersedes lists an entry twice: {seqs!r}")
+        for n in seqs:
+            if not 1 <= n <= self.entries:
+                raise Conflict(f"recovery supersedes entry {n}, which is not an earlier entry of this run")
+            fact = self.facts[n - 1]
+            if fact.log_kind in ("run-started", "recovered"):
+                raise Conflict(
+                    f"recovery cannot supersede entry {n}: it is a {ENTRY_KINDS[fact.log_kind]} entry"
+                )
+            if fact.superseded:
+                raise Conflict(f"entry {n} is already superseded")
+        return sorted(seqs)
+
+    def check_conclude(self, status: object, has_outputs: bool) -> None:
+        self.check_open()
+        check_word(status, TERMINAL_OUTCOMES, "conclude status")
+        if has_outputs and status != "succeeded":
+            raise InvalidRequest("outputs are applicable only to a succeeded run")
+
+
+def check_attempt(attempt: object) -> None:
+    if type(attempt) is not int or attempt < 1:
+        raise InvalidRequest(f"attempt must be a positive integer, not {attempt!r}")
+
+
+def _kind(event: EventBody) -> str:
+    return str(event.__struct_config__.tag)
+
+
+def comparable(event: EventBody, body: bytes) -> bytes:
+    """The bytes that decide whether a repeated call is the same call (environment aside)."""
+    if isinstance(event, RunStarted) and event.env is not None:
+        return encode_body(msgspec.structs.replace(event, env=None))
+    return body

@@ -1,0 +1,64 @@
+"""List runs, get a run record, get a step record: each one read transaction, with 002's refusals."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound
+from forkline_es.log.connection import Cursor
+from forkline_es.paths import path_problem
+from forkline_es.projections.model import RunSummary
+from forkline_es.projections.render import render_step
+from forkline_es.records.documents import build_document, resolve_slots, run_values, summary_of
+from forkline_es.values import canonical_json
+
+if TYPE_CHECKING:
+    from forkline_es.store import Store
+
+__all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs"]
+
+
+def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
+    if not isinstance(run_id, str) or not run_id:
+        raise InvalidRequest(f"a run identifier is a nonempty string, not {run_id!r}")
+    summary = store.projections.persist.load_summary(cur, run_id)
+    if summary is not None:
+        return summary
+    evicted = store.log.eviction(run_id, cur)
+    if evicted is not None:
+        at, reason, _ = evicted
+        raise RunNotRetained(
+            f"run {run_id!r} was evicted at {at} ({reason}); its record is no longer retained"
+        )
+    raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs it holds")
+
+
+def list_runs(store: Store, workflow: str | None = None) -> list[dict[str, Any]]:
+    if workflow is not None and not isinstance(workflow, str):
+        raise InvalidRequest(f"a workflow identity is a string, not {workflow!r}")
+    with store.log.snapshot() as cur:
+        return [summary_of(s) for s in store.projections.persist.load_summaries(cur, workflow)]
+
+
+def get_run_record(store: Store, run_id: str) -> dict[str, Any]:
+    with store.log.snapshot() as cur:
+        summary = _summary_or_refuse(store, cur, run_id)
+        return build_document(cur, store.projections.persist, summary)
+
+
+def export_run_record(store: Store, run_id: str) -> bytes:
+    return canonical_json(get_run_record(store, run_id))
+
+
+def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
+    problem = path_problem(path)
+    if problem is not None:
+        raise InvalidRequest(f"malformed step path: {problem}")
+    with store.log.snapshot() as cur:
+        _summary_or_refuse(store, cur, run_id)
+        view = store.projections.persist.load_step(cur, run_id, path)
+        if view is None:
+            raise StepNotFound(f"run {run_id!r} has no occurrence of step {path!r}")
+        record = render_step(view)
+        resolve_slots(record["payloads"], run_values(cur, run_id))
+        return record

@@ -1,0 +1,236 @@
+"""The Store: one database, its log, its projections, and the operations over them.
+
+``Store`` wires the pieces together and owns the one transaction each write uses; the
+logic lives in the packages it calls: ``recording`` (checks and the Run handle),
+``log`` (rows and SQL), ``projections`` (folds), ``records`` (documents).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from forkline_es import __version__
+from forkline_es._logging import get_logger
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.log.connection import Connection, Cursor, Durability, open_connection
+from forkline_es.log.eventlog import EventLog
+from forkline_es.log.events import EventBody, RunStarted
+from forkline_es.log.rows import LogRow, NewRow
+from forkline_es.projections.registry import extra_projectors
+from forkline_es.projections.runner import Projections
+from forkline_es.recording.markers import MISSING
+from forkline_es.recording.payloads import encode_slots
+from forkline_es.recording.run import Run
+from forkline_es.recording.state import RunState, check_text
+from forkline_es.records import operations
+from forkline_es.values import is_digest
+
+__all__ = ["Store"]
+
+_log = get_logger("forkline_es.store")
+
+IsSensitive = Callable[[Any], bool]
+
+
+def environment() -> dict[str, str]:
+    """The environment snapshot recorded at run start (Forkline's, plus host and version)."""
+    return {
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "cwd": os.getcwd(),
+        "hostname": socket.gethostname(),
+        "forkline_es_version": __version__,
+    }
+
+
+class Store:
+    """A forkline_es database. Open with ``Store.open(path)``; use as a context manager."""
+
+    def __init__(self, conn: Connection, path: str, redaction: Any = None) -> None:
+        self.conn = conn
+        self.path = path
+        self.log = EventLog(conn)
+        self.projections = Projections(self.log, extra_projectors())
+        self.redaction = redaction
+        self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] = "runs.db",
+        durability: Durability = "normal",
+        redaction: Any = None,
+    ) -> Store:
+        """Open or create a store; refuses foreign or newer files with StoreError, untouched.
+
+        ``redaction``: a ``RedactionPolicy``; a payload it finds sensitive is recorded as
+        ``withheld`` and never reaches the disk.
+        """
+        conn = open_connection(path, durability)
+        store = cls(conn, os.fspath(path), redaction)
+        try:
+            store.projections.ensure()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- recording -------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        workflow: str,
+        standard: str = "1.0",
+        name: str | None = None,
+        inputs: Any = MISSING,
+        trigger: Any = MISSING,
+        dry_run: bool = False,
+        parent: str | None = None,
+        predecessor: str | None = None,
+        pins: Mapping[str, str] | None = None,
+        run_id: str | None = None,
+        *,
+        key: str | None = None,
+    ) -> Run:
+        """Record a run's start (entry 1, generation 0) and return its handle.
+
+        Repeating an identical start with the same ``run_id`` returns a handle on the
+        existing run; a different start under a taken id is a ``conflict``.
+        """
+        check_text(workflow, "workflow")
+        check_text(standard, "standard")
+        check_text(name, "name", optional=True)
+        check_text(parent, "parent", optional=True)
+        check_text(predecessor, "predecessor", optional=True)
+        if type(dry_run) is not bool:
+            raise InvalidRequest(f"dry_run must be True or False, not {dry_run!r}")
+        checked_pins = self._check_pins(pins)
+        rid = check_text(run_id, "run_id", optional=True) or uuid.uuid4().hex
+        slots, payloads = encode_slots({"inputs": inputs, "trigger": trigger}, self.is_sensitive)
+        event = RunStarted(
+            workflow=workflow,
+            standard=standard,
+            name=name,
+            dry_run=dry_run,
+            parent=parent,
+            predecessor=predecessor,
+            pins=checked_pins,
+            env=environment(),
+            slots=slots,
+        )
+        if self.log.eviction(rid) is not None:
+            raise Conflict(f"run id {rid!r} belonged to an evicted run; identities are never reused")
+        if self.log.run_exists(rid):
+            run = self.resume_run(rid)
+            run._record(event, key or "start", payloads, run._state.check_open)  # repeat or conflict
+            return run
+        state = RunState(run_id=rid)
+        run = Run(self, state)
+        run._record(event, key or "start", payloads, lambda: None)
+        _log.info("run_started", run_id=rid, workflow=workflow, dry_run=dry_run, parent=parent)
+        return run
+
+    @staticmethod
+    def _check_pins(pins: Mapping[str, str] | None) -> dict[str, str] | None:
+        if pins is None:
+            return None
+        if not isinstance(pins, Mapping):
+            raise InvalidRequest(f"pins is a map from artifact identity to digest, not {pins!r}")
+        for k, v in pins.items():
+            if not isinstance(k, str) or not k or not isinstance(v, str) or not is_digest(v):
+                raise InvalidRequest(
+                    f"pin {k!r}: {v!r} is not 'sha256:' followed by 64 lower-case hex digits"
+                )
+        return dict(pins)
+
+    def resume_run(self, run_id: str) -> Run:
+        """A handle at the run's current state and generation, from any process."""
+        state = RunState(run_id=run_id)
+        with self.log.snapshot() as cur:
+            for row in self.log.read_run(run_id, cur):
+                state.apply(
+                    row.seq,
+                    row.entry,
+                    row.generation,
+                    row.key,
+                    row.digest,
+                    row.body.encode(),
+                    row.event(),
+                )
+            evicted = state.seq == 0 and self.log.eviction(run_id, cur) is not None
+        if evicted:
+            raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")
+        if state.seq == 0:
+            raise RunNotFound(f"no run {run_id!r} in {self.path}")
+        return Run(self, state)
+
+    def _commit(self, row: NewRow, event: EventBody) -> int:
+        """Append one row and fold it into every projection, in one transaction."""
+
+        def project(cur: Cursor, positions: list[int]) -> None:
+            position = positions[0]
+            stored = LogRow(
+                position,
+                row.run_id,
+                row.seq,
+                row.entry,
+                row.generation,
+                row.kind,
+                row.at,
+                row.key,
+                row.body.decode(),
+                row.digest,
+                row.prev,
+            )
+            self.projections.apply(cur, stored, event)
+            self.projections.persist.mark_position(cur, position)
+
+        try:
+            positions, _ = self.log.append([row], project)
+        except BaseException:
+            self.projections.forget(row.run_id)  # the fold may have cached what did not commit
+            raise
+        return positions[0]
+
+    def _log_row(self, run_id: str, seq: int) -> LogRow | None:
+        rows = list(self.log.read_run_from(run_id, seq, limit=1))
+        return rows[0] if rows and rows[0].seq == seq else None
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def list_runs(self, workflow: str | None = None) -> list[dict[str, Any]]:
+        """Every retained run summary (of ``workflow`` when given), one snapshot, never truncated."""
+        return operations.list_runs(self, workflow)
+
+    def get_run_record(self, run_id: str) -> dict[str, Any]:
+        """The run record document (002), as one coherent snapshot."""
+        return operations.get_run_record(self, run_id)
+
+    def get_step_record(self, run_id: str, path: str) -> dict[str, Any]:
+        """One step record of the current view, with its payload inventory."""
+        return operations.get_step_record(self, run_id, path)
+
+    def export_run_record(self, run_id: str) -> bytes:
+        """Canonical JSON bytes of the run record document."""
+        return operations.export_run_record(self, run_id)
+
+    def rebuild_projections(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Drop and refold every projection from the log; returns the events folded."""
+        return self.projections.rebuild(progress)
