@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from forkline_es.errors import (  # noqa: E402
+from forkline_es.errors import (
     Conflict,
     ForklineError,
     InvalidRequest,
@@ -13,10 +13,10 @@ from forkline_es.errors import (  # noqa: E402
     StepNotFound,
     StoreError,
 )
-from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive  # noqa: E402
-from forkline_es.redaction import RedactionPolicy, RedactionRule  # noqa: E402
-from forkline_es.store import Store  # noqa: E402
-from forkline_es.values import (  # noqa: E402
+from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive
+from forkline_es.redaction import RedactionPolicy, RedactionRule
+from forkline_es.store import Store
+from forkline_es.values import (
     Duration,
     FileRef,
     Timestamp,
