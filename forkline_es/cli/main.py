@@ -1,10 +1,11 @@
-"""The ``forkline-es`` group: global options, and the subcommands registered on it."""
+"""The ``forkline-es`` group: each module of this package contributes its COMMANDS."""
 
 from __future__ import annotations
 
 import click
 
 from forkline_es import __version__
+from forkline_es.cli import demo, records, replay, retention, verify
 
 __all__ = ["main"]
 
@@ -15,8 +16,6 @@ def main() -> None:
     """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log."""
 
 
-@main.command()
-@click.option("--db", default="runs.db", show_default=True, help="Database file to record into.")
-def demo(db: str) -> None:
-    """Record a sample run into DB."""
-    click.echo(f"forkline-es demo: nothing recorded yet into {db} (the demo executor is not built yet).")
+for _module in (demo, records, retention, replay, verify):
+    for _command in _module.COMMANDS:
+        main.add_command(_command)

@@ -1,0 +1,113 @@
+"""What every command shares: --db and --json, opening a store, rendering, exit codes.
+
+Exit status (api.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
+error or a refusal (its code is printed). A read command never creates a database.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
+
+import click
+import msgspec
+
+from forkline_es.errors import RecordError, StoreError
+from forkline_es.store import Store
+
+__all__ = [
+    "EXIT_DIFFERENCE",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "db_option",
+    "echo_json",
+    "fail",
+    "json_option",
+    "open_for_read",
+    "open_for_write",
+    "print_table",
+    "refusals",
+]
+
+EXIT_OK: Final = 0
+EXIT_DIFFERENCE: Final = 1
+EXIT_REFUSED: Final = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_pretty: Final = msgspec.json.Encoder(order="sorted")
+
+
+def db_option(f: F) -> F:
+    return click.option(
+        "--db",
+        default="runs.db",
+        show_default=True,
+        type=click.Path(dir_okay=False),
+        help="The forkline_es database file.",
+    )(f)
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")(f)
+
+
+def fail(message: str, code: int = EXIT_REFUSED) -> None:
+    """Print ``error: message`` to stderr and exit with ``code``."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Map the library's errors to a message that says what to do, and exit status 2."""
+    try:
+        yield
+    except RecordError as e:
+        fail(f"{e.code}: {e.message}")
+    except StoreError as e:
+        fail(str(e))
+
+
+def open_for_read(db: str) -> Store:
+    """Open an existing database; a missing one is an error that suggests the demo."""
+    if not os.path.exists(db):
+        fail(f"no database at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
+    with refusals():
+        return Store.open(db)
+    raise AssertionError("unreachable")
+
+
+def open_for_write(db: str) -> Store:
+    with refusals():
+        return Store.open(db)
+    raise AssertionError("unreachable")
+
+
+def echo_json(value: Any) -> None:
+    """JSON on stdout: indented for a person on a terminal, compact when piped."""
+    data = _pretty.encode(value)
+    if sys.stdout.isatty():
+        data = msgspec.json.format(data, indent=2)
+    click.echo(data.decode())
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A rich table on a terminal; tab-separated plain text when piped."""
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title)
+        for c in columns:
+            table.add_column(c)
+        for r in rows:
+            table.add_row(*("" if v is None else str(v) for v in r))
+        Console().print(table)
+        return
+    click.echo("\t".join(columns))
+    for r in rows:
+        click.echo("\t".join("" if v is None else str(v) for v in r))

@@ -1,0 +1,51 @@
+"""Shared fixtures and hypothesis profiles.
+
+``--slow`` selects the "slow" hypothesis profile (many more examples); CI runs the
+default "ci" profile. ``HYPOTHESIS_PROFILE=dev`` is quicker for local iteration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import forkline_es as fe
+
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "slow", max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=30, deadline=None)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", help="use the large hypothesis profile")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    profile = "slow" if config.getoption("--slow") else os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    settings.load_profile(profile)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "runs.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[fe.Store]:
+    """A store on a temporary file (WAL, the default durability)."""
+    with fe.Store.open(db_path) as s:
+        yield s
+
+
+@pytest.fixture
+def mem_store() -> Iterator[fe.Store]:
+    with fe.Store.open(":memory:") as s:
+        yield s
