@@ -94,7 +94,7 @@ class EventLog:
                     r.kind,
                     r.at,
                     r.key,
-                    r.body,
+                    r.body.decode(),  # TEXT: json_each and LogRow.body expect text, not a BLOB
                     r.digest,
                     r.prev,
                 ),
@@ -102,7 +102,7 @@ class EventLog:
             position = conn.last_insert_rowid()
             positions.append(position)
             for slot, value in r.payloads:
-                cur.execute(_INSERT_PAYLOAD, (position, slot, value))
+                cur.execute(_INSERT_PAYLOAD, (position, slot, value.decode()))
         return positions
 
     @staticmethod
