@@ -81,19 +81,31 @@ class Projections:
     # -- keeping up ----------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """At open: rebuild when a projector's version changed, catch up when behind."""
-        conn = self.log.conn
-        stored = dict(conn.execute("SELECT name, version FROM projector").fetchall())
-        if stored != self.versions:
-            _log.info("projections_outdated", stored=stored, wanted=self.versions)
-            self.rebuild()
+        """At open: rebuild when a projector's version changed, catch up when behind.
+
+        Both decisions are re-taken inside the write transaction: another process may
+        be appending (and folding) between our first look and our lock.
+        """
+        if not self._outdated() and not self._behind():
             return
-        folded = min(p for (p,) in conn.execute("SELECT position FROM projector").fetchall())
-        if folded < self.log.max_position():
-            with self.log.transaction("catch up projections") as cur:
-                for row in self.log.read_from(folded):
-                    self.apply(cur, row, row.event())
-                self.persist.mark_position(cur, self.log.max_position())
+        with self.log.transaction("catch up projections") as cur:
+            if self._outdated():
+                _log.info("projections_outdated", wanted=self.versions)
+                self._refold(cur)
+                return
+            for row in self.log.read_from(self._folded()):
+                self.apply(cur, row, row.event())
+            self.persist.mark_position(cur, self.log.max_position())
+
+    def _outdated(self) -> bool:
+        stored = dict(self.log.conn.execute("SELECT name, version FROM projector").fetchall())
+        return stored != self.versions
+
+    def _folded(self) -> int:
+        return min((p for (p,) in self.log.conn.execute("SELECT position FROM projector")), default=0)
+
+    def _behind(self) -> bool:
+        return self._folded() < self.log.max_position()
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor."""
@@ -179,29 +191,30 @@ class Projections:
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Drop every projection and refold the whole log, in one transaction."""
+        with self.log.transaction("rebuild projections") as cur:
+            folded = self._refold(cur, progress)
+        _log.info("projections_rebuilt", events=folded)
+        return folded
+
+    def _refold(self, cur: Cursor, progress: Progress | None = None) -> int:
         self._cache.clear()
         total = self.log.max_position()
         folded = 0
-        with self.log.transaction("rebuild projections") as cur:
-            for table in self.tables:
-                cur.execute(f"DROP TABLE IF EXISTS {table}")
-            cur.execute(DDL)
-            for p in self.extra:
-                cur.execute(p.ddl)
-            cur.execute("DELETE FROM projector")
-            for name, version in self.versions.items():
-                cur.execute(
-                    "INSERT INTO projector (name, version, position) VALUES (?, ?, 0)",
-                    (name, version),
-                )
-            for row in self.log.read_from(0):
-                self.apply(cur, row, row.event())
-                folded += 1
-                if progress is not None and folded % 10_000 == 0:
-                    progress(row.position, total)
-            self.persist.mark_position(cur, total)
+        for table in self.tables:
+            cur.execute(f"DROP TABLE IF EXISTS {table}")
+        cur.execute(DDL)
+        for p in self.extra:
+            cur.execute(p.ddl)
+        cur.execute("DELETE FROM projector")
+        for name, version in self.versions.items():
+            cur.execute("INSERT INTO projector (name, version, position) VALUES (?, ?, 0)", (name, version))
+        for row in self.log.read_from(0):
+            self.apply(cur, row, row.event())
+            folded += 1
+            if progress is not None and folded % 10_000 == 0:
+                progress(row.position, total)
+        self.persist.mark_position(cur, total)
         self._cache.clear()
         if progress is not None:
             progress(total, total)
-        _log.info("projections_rebuilt", events=folded)
         return folded
