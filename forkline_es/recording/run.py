@@ -34,12 +34,16 @@ from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import encode_slots
 from forkline_es.recording.state import (
     RunState,
+    check_attempt,
     check_branch,
     check_path,
+    check_recover_shape,
     check_text,
+    check_word,
     comparable,
 )
 from forkline_es.values import utc_now
+from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -87,6 +91,8 @@ class Run:
         self._store = store
         self._state = state
         self._fenced: str | None = None
+        #: a row whose commit raised something other than a clash: it may have committed
+        self._unacked: NewRow | None = None
 
     @property
     def id(self) -> str:
@@ -134,6 +140,8 @@ class Run:
         check_path(path)
         check_text(operation, "operation")
         check_text(artifact, "artifact")
+        check_attempt(attempt)
+        check_word(dispatch, INVOKE_DISPATCH, "invoke dispatch")
         slots, rows = self._slots(arguments=arguments)
         event = ActionInvoked(
             path=path,
@@ -164,6 +172,8 @@ class Run:
     ) -> int:
         """Record the accepted result of an attempt invoked in the active generation."""
         check_path(path)
+        check_attempt(attempt)
+        check_word(dispatch, RESULT_DISPATCH, "result dispatch")
         check_text(code, "code", optional=True)
         slots, rows = self._slots(result=result, details=details)
         event = ActionResult(path=path, attempt=attempt, dispatch=dispatch, code=code, slots=slots)
@@ -190,6 +200,7 @@ class Run:
     ) -> int:
         """Record the step's outcome (and branch decision); its occurrence is then ended."""
         check_path(path)
+        check_word(outcome, STEP_OUTCOMES, "step outcome")
         check_text(code, "code", optional=True)
         decided = check_branch(branch)
         slots, rows = self._slots(result=result, details=details, binding=binding, event=event)
@@ -261,9 +272,8 @@ class Run:
 
         Returns the new generation number. An empty ``supersedes`` is still recorded.
         """
-        wanted = list(supersedes) if isinstance(supersedes, list | tuple) else supersedes
-        well_formed = isinstance(wanted, list) and all(type(n) is int for n in wanted)
-        event = Recovered(supersedes=sorted(wanted) if well_formed else [])
+        wanted = check_recover_shape(supersedes)
+        event = Recovered(supersedes=sorted(wanted))
         generation = self.generation + 1
         self._record(
             event,
@@ -287,6 +297,9 @@ class Run:
         key: str | None = None,
     ) -> int:
         """Record the terminal outcome; the last entry of the run."""
+        check_word(status, TERMINAL_OUTCOMES, "conclude status")
+        if outputs is not MISSING and status != "succeeded":
+            raise InvalidRequest("outputs are applicable only to a succeeded run")
         if path is not None:
             check_path(path)
         check_text(code, "code", optional=True)
@@ -353,13 +366,44 @@ class Run:
         except Conflict:
             if self._adopt_own_commit(row, event, body):
                 return entry if entry is not None else seq
+            if self._adopt_unacked(row.seq):
+                return self._record(event, key, payloads, check, generation=generation)
+            if self._store._log_row(row.run_id, row.seq) is None:
+                raise  # the write lock was not obtained: nothing changed, the handle is current
             self._fenced = (
                 f"run {self.id} was extended by another writer; this handle is stale "
                 "(store.resume_run(run_id) gives a handle at the current generation)"
             )
             raise
+        except BaseException:
+            self._unacked = row  # e.g. the acknowledgement was lost after COMMIT
+            raise
+        self._unacked = None
         state.apply(seq, entry, gen, key, digest, body, event)
         return entry if entry is not None else seq
+
+    def _adopt_unacked(self, seq: int) -> bool:
+        """Is the row at ``seq`` exactly the one whose commit raised earlier? Then fold it in.
+
+        The digest covers the header (with its timestamp) and the body, so a match means
+        the earlier call did commit; the current call is then checked again after it.
+        """
+        row, self._unacked = self._unacked, None
+        if row is None or row.seq != seq:
+            return False
+        stored = self._store._log_row(row.run_id, seq)
+        if stored is None or stored.digest != row.digest:
+            return False
+        self._state.apply(
+            stored.seq,
+            stored.entry,
+            stored.generation,
+            stored.key,
+            stored.digest,
+            stored.body.encode(),
+            stored.event(),
+        )
+        return True
 
     def _adopt_own_commit(self, row: NewRow, event: EventBody, body: bytes) -> bool:
         """After a seq clash: was it our own commit whose acknowledgement was lost?"""

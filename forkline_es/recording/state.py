@@ -37,7 +37,16 @@ from forkline_es.vocabulary import (
     TERMINAL_OUTCOMES,
 )
 
-__all__ = ["EntryFact", "RunState", "check_branch", "check_path"]
+__all__ = [
+    "EntryFact",
+    "RunState",
+    "check_attempt",
+    "check_branch",
+    "check_path",
+    "check_recover_shape",
+    "check_text",
+    "check_word",
+]
 
 
 def check_path(path: object) -> str:
@@ -260,11 +269,7 @@ class RunState:
 
     def check_recover(self, supersedes: object) -> list[int]:
         self.check_open()
-        if not isinstance(supersedes, list | tuple) or any(type(n) is not int for n in supersedes):
-            raise InvalidRequest(f"supersedes must be a list of entry seq integers, not {supersedes!r}")
-        seqs = list(supersedes)
-        if len(set(seqs)) != len(seqs):
-            raise InvalidRequest(f"supersedes lists an entry twice: {seqs!r}")
+        seqs = check_recover_shape(supersedes)
         for n in seqs:
             if not 1 <= n <= self.entries:
                 raise Conflict(f"recovery supersedes entry {n}, which is not an earlier entry of this run")
@@ -282,6 +287,16 @@ class RunState:
         check_word(status, TERMINAL_OUTCOMES, "conclude status")
         if has_outputs and status != "succeeded":
             raise InvalidRequest("outputs are applicable only to a succeeded run")
+
+
+def check_recover_shape(supersedes: object) -> list[int]:
+    """``supersedes`` is a list (or tuple) of distinct entry seq integers; checked before the log."""
+    if not isinstance(supersedes, list | tuple) or any(type(n) is not int for n in supersedes):
+        raise InvalidRequest(f"supersedes must be a list of entry seq integers, not {supersedes!r}")
+    seqs = list(supersedes)
+    if len(set(seqs)) != len(seqs):
+        raise InvalidRequest(f"supersedes lists an entry twice: {seqs!r}")
+    return seqs
 
 
 def check_attempt(attempt: object) -> None:
