@@ -42,7 +42,7 @@ from forkline_es.recording.state import (
     check_word,
     comparable,
 )
-from forkline_es.values import utc_now
+from forkline_es.values import is_digest, utc_now
 from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
 
 if TYPE_CHECKING:
@@ -140,6 +140,10 @@ class Run:
         check_path(path)
         check_text(operation, "operation")
         check_text(artifact, "artifact")
+        if not is_digest(artifact):
+            raise InvalidRequest(
+                f"artifact is the connector manifest's digest ('sha256:' and 64 lower-case hex), not {artifact!r}"
+            )
         check_attempt(attempt)
         check_word(dispatch, INVOKE_DISPATCH, "invoke dispatch")
         slots, rows = self._slots(arguments=arguments)
