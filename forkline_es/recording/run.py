@@ -142,7 +142,7 @@ class Run:
         check_text(artifact, "artifact")
         if not is_digest(artifact):
             raise InvalidRequest(
-                f"artifact is the connector manifest's digest ('sha256:' and 64 lower-case hex), not {artifact!r}"
+                f"artifact is the connector manifest digest ('sha256:' + 64 lower-case hex), not {artifact!r}"
             )
         check_attempt(attempt)
         check_word(dispatch, INVOKE_DISPATCH, "invoke dispatch")
