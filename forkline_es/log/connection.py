@@ -36,10 +36,6 @@ _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 _log = get_logger("forkline_es.log")
 
 
-def _busy_timeout(conn: Connection, durability: Durability) -> None:
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-
-
 def _no_double_quoted_strings(conn: Connection, durability: Durability) -> None:
     conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
     conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
@@ -63,7 +59,6 @@ def _cache(conn: Connection, durability: Durability) -> None:
 
 
 _SETUP: Final[tuple[Callable[[Connection, Durability], None], ...]] = (
-    _busy_timeout,
     _no_double_quoted_strings,
     _foreign_keys,
     _wal,
@@ -114,8 +109,16 @@ def _migrate(conn: Connection, path: str, current: int) -> None:
         _log.info("schema_migrated", path=path, to_version=version + 1)
 
 
-def open_connection(path: str | os.PathLike[str], durability: Durability = "normal") -> Connection:
-    """Open (creating or migrating) a forkline_es database, or raise StoreError untouched."""
+def open_connection(
+    path: str | os.PathLike[str],
+    durability: Durability = "normal",
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+) -> Connection:
+    """Open (creating or migrating) a forkline_es database, or raise StoreError untouched.
+
+    ``busy_timeout_ms``: how long a write waits for another writer's lock before the
+    append is refused with ``conflict``; set before the first read of the file.
+    """
     if durability not in ("normal", "full"):
         raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
     spath = os.fspath(path)
@@ -127,8 +130,9 @@ def open_connection(path: str | os.PathLike[str], durability: Durability = "norm
     except apsw.Error as e:
         raise StoreError(f"cannot open {spath}: {e}") from None
     try:
+        conn.set_busy_timeout(busy_timeout_ms)
         app_id, version, objects = _inspect(conn, spath)
-        if app_id != APPLICATION_ID and objects > 0:
+        if app_id != APPLICATION_ID and (objects > 0 or app_id != 0):
             raise StoreError(
                 f"{spath} is a SQLite database of another application "
                 f"(application_id {app_id:#x}); forkline_es will not write to it"

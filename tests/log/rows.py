@@ -1,0 +1,36 @@
+"""Hand-built log rows for tests that exercise the log below the Store API."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from forkline_es.log.events import StepBegun, encode_body, kind_of
+from forkline_es.log.rows import NewRow, row_digest
+
+AT = "2026-01-01T00:00:00Z"
+
+
+def new_row(
+    run_id: str,
+    seq: int,
+    payloads: Sequence[tuple[str, bytes]] = (),
+    prev: str | None = None,
+) -> NewRow:
+    """A chained step-begun row of ``run_id`` at ``seq`` (its seq names its path)."""
+    event = StepBegun(path=f"s{seq}")
+    body = encode_body(event)
+    kind = kind_of(event)
+    key = f"begin:0:s{seq}"
+    digest = row_digest(run_id, seq, seq, 0, kind, AT, key, prev, body)
+    return NewRow(run_id, seq, seq, 0, kind, AT, key, body, digest, prev, tuple(payloads))
+
+
+def chain(run_id: str, n: int, first: int = 1) -> list[NewRow]:
+    """``n`` rows of one run with consecutive seqs and a valid hash chain."""
+    out: list[NewRow] = []
+    prev: str | None = None
+    for seq in range(first, first + n):
+        row = new_row(run_id, seq, prev=prev)
+        out.append(row)
+        prev = row.digest
+    return out

@@ -1,0 +1,149 @@
+"""Opening a file: our schema is created once; anything else is refused and left untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+import forkline_es as fe
+from forkline_es.log.connection import Durability, open_connection
+from forkline_es.log.schema import APPLICATION_ID, SCHEMA_VERSION
+
+
+def _pragma(path: Path, name: str) -> int:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(conn.execute(f"PRAGMA {name}").fetchall()[0][0])
+    finally:
+        conn.close()
+
+
+def _schema(path: Path) -> list[tuple[str, str, str]]:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [tuple(r) for r in conn.execute("SELECT type, name, sql FROM sqlite_schema ORDER BY name")]
+    finally:
+        conn.close()
+
+
+def test_a_new_file_gets_our_application_id_and_schema_version(db_path: Path) -> None:
+    with fe.Store.open(db_path):
+        pass
+    assert _pragma(db_path, "application_id") == APPLICATION_ID
+    assert _pragma(db_path, "user_version") == SCHEMA_VERSION
+    assert {"log", "payload", "eviction", "projector"} <= {name for _, name, _ in _schema(db_path)}
+
+
+def test_opening_twice_is_idempotent(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        run_id = store.start_run("wf", inputs={"a": 1}).id
+    schema = _schema(db_path)
+    with fe.Store.open(db_path) as again, fe.Store.open(db_path) as third:
+        assert again.get_run_record(run_id) == third.get_run_record(run_id)
+    assert _schema(db_path) == schema
+    assert _pragma(db_path, "user_version") == SCHEMA_VERSION
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _siblings(path: Path) -> set[str]:
+    return {p.name for p in path.parent.iterdir()}
+
+
+def _random_bytes(p: Path) -> None:
+    p.write_bytes(os.urandom(8192))
+
+
+def _text(p: Path) -> None:
+    p.write_text("run_id,status\nabc,succeeded\n", encoding="utf-8")
+
+
+def _zero_header(p: Path) -> None:
+    p.write_bytes(bytes(4096))  # looks empty, but the header is not SQLite's
+
+
+def _sqlite_header_then_garbage(p: Path) -> None:
+    p.write_bytes(b"SQLite format 3\x00" + os.urandom(4080))
+
+
+def _foreign_app(p: Path) -> None:
+    conn = sqlite3.connect(p)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    conn.commit()
+    conn.close()
+
+
+def _foreign_app_wal(p: Path) -> None:
+    conn = sqlite3.connect(p)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+
+
+def _foreign_app_id_only(p: Path) -> None:
+    conn = sqlite3.connect(p)
+    conn.execute("PRAGMA application_id = 1234")  # another application's empty database
+    conn.commit()
+    conn.close()
+
+
+def _newer_schema(p: Path) -> None:
+    with fe.Store.open(p) as store:
+        store.start_run("wf", inputs={"a": 1})
+    conn = sqlite3.connect(p)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+
+
+CASES: list[tuple[Callable[[Path], None], str]] = [
+    (_random_bytes, "not a SQLite database"),
+    (_text, "not a SQLite database"),
+    (_zero_header, "not a SQLite database"),
+    (_sqlite_header_then_garbage, "SQLite database"),
+    (_foreign_app, "another application"),
+    (_foreign_app_wal, "another application"),
+    (_foreign_app_id_only, "another application"),
+    (_newer_schema, "newer"),
+]
+
+
+@pytest.mark.parametrize(("make", "says"), CASES, ids=[make.__name__.strip("_") for make, _ in CASES])
+@pytest.mark.parametrize("durability", ["normal", "full"])
+def test_a_file_that_is_not_ours_is_refused_and_left_byte_for_byte(
+    tmp_path: Path, make: Callable[[Path], None], says: str, durability: Durability
+) -> None:
+    path = tmp_path / "some.db"
+    make(path)
+    before, files = _digest(path), _siblings(path)
+    with pytest.raises(fe.StoreError) as info:
+        fe.Store.open(path, durability=durability)
+    assert says in str(info.value)
+    assert str(path) in str(info.value)
+    assert _digest(path) == before
+    assert _siblings(path) == files  # no -wal or -shm left behind
+
+
+def test_the_refusal_comes_from_the_connection_layer_too(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    _text(path)
+    with pytest.raises(fe.StoreError, match="not a SQLite database"):
+        open_connection(path)
+
+
+def test_an_empty_file_becomes_a_new_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    with fe.Store.open(path) as store:
+        store.start_run("wf")
+    assert _pragma(path, "application_id") == APPLICATION_ID
