@@ -137,13 +137,14 @@ class Store:
         )
         if self.log.eviction(rid) is not None:
             raise Conflict(f"run id {rid!r} belonged to an evicted run; identities are never reused")
+        start_key = "start" if key is None else key  # an empty key is refused, not replaced
         if self.log.run_exists(rid):
             run = self.resume_run(rid)
-            run._record(event, key or "start", payloads, run._state.check_open)  # repeat or conflict
+            run._record(event, start_key, payloads, run._state.check_open)  # repeat or conflict
             return run
         state = RunState(run_id=rid)
         run = Run(self, state)
-        run._record(event, key or "start", payloads, lambda: None)
+        run._record(event, start_key, payloads, lambda: None)
         _log.info("run_started", run_id=rid, workflow=workflow, dry_run=dry_run, parent=parent)
         return run
 

@@ -119,7 +119,7 @@ class Run:
         event = StepBegun(path=path, slots=slots)
         return self._record(
             event,
-            key or f"begin:{self.generation}:{path}",
+            (f"begin:{self.generation}:{path}" if key is None else key),
             rows,
             lambda: self._state.check_begin(path),
         )
@@ -157,7 +157,7 @@ class Run:
         )
         return self._record(
             event,
-            key or f"invoke:{self.generation}:{path}:{attempt}",
+            (f"invoke:{self.generation}:{path}:{attempt}" if key is None else key),
             rows,
             lambda: self._state.check_invoke(path, attempt, dispatch),
         )
@@ -183,7 +183,7 @@ class Run:
         event = ActionResult(path=path, attempt=attempt, dispatch=dispatch, code=code, slots=slots)
         return self._record(
             event,
-            key or f"result:{self.generation}:{path}:{attempt}",
+            (f"result:{self.generation}:{path}:{attempt}" if key is None else key),
             rows,
             lambda: self._state.check_result(path, attempt, dispatch),
         )
@@ -211,7 +211,7 @@ class Run:
         body = StepEnded(path=path, outcome=outcome, code=code, branch=decided, slots=slots)
         return self._record(
             body,
-            key or f"end:{self.generation}:{path}",
+            (f"end:{self.generation}:{path}" if key is None else key),
             rows,
             lambda: self._state.check_end(path, outcome),
         )
@@ -223,7 +223,7 @@ class Run:
         event = ChildStarted(path=path, child=child_run_id)
         return self._record(
             event,
-            key or f"child:{self.generation}:{path}:{child_run_id}",
+            (f"child:{self.generation}:{path}:{child_run_id}" if key is None else key),
             (),
             lambda: self._state.check_child(path, child_run_id),
         )
@@ -234,7 +234,7 @@ class Run:
         check_text(reason, "reason", optional=True)
         self._record(
             RunSuspended(reason=reason),
-            key or f"suspend:{self.generation}:{self._state.seq + 1}",
+            (f"suspend:{self.generation}:{self._state.seq + 1}" if key is None else key),
             (),
             lambda: self._state.check_status_change("suspended"),
         )
@@ -255,7 +255,7 @@ class Run:
             check_path(step)
         self._record(
             RunHeld(code=code, step=step, reason=reason),
-            key or f"hold:{self.generation}:{self._state.seq + 1}",
+            (f"hold:{self.generation}:{self._state.seq + 1}" if key is None else key),
             (),
             lambda: self._state.check_status_change("held"),
         )
@@ -265,7 +265,7 @@ class Run:
         """A suspended or held run is active again."""
         self._record(
             RunResumed(),
-            key or f"resume:{self.generation}:{self._state.seq + 1}",
+            (f"resume:{self.generation}:{self._state.seq + 1}" if key is None else key),
             (),
             lambda: self._state.check_status_change("active"),
         )
@@ -281,7 +281,7 @@ class Run:
         generation = self.generation + 1
         self._record(
             event,
-            key or f"recover:{generation}",
+            (f"recover:{generation}" if key is None else key),
             (),
             lambda: self._state.check_recover(wanted),
             generation=generation,
@@ -312,7 +312,7 @@ class Run:
         event = RunConcluded(status=status, path=path, code=code, reason=reason, slots=slots)
         entry = self._record(
             event,
-            key or "conclude",
+            ("conclude" if key is None else key),
             rows,
             lambda: self._state.check_conclude(status, outputs is not MISSING),
         )

@@ -1,0 +1,82 @@
+"""Shared checks for the recording tests: log snapshots and whole-log integrity."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import apsw
+
+import forkline_es as fe
+from forkline_es.log.events import decode_body
+from forkline_es.log.rows import row_digest
+
+ARTIFACT = "sha256:" + "ab" * 32
+
+
+def snapshot(store: fe.Store) -> tuple[Any, ...]:
+    """Every stored row of the log, payloads and core projections: equal means nothing was written."""
+    conn = store.conn
+    return tuple(
+        tuple(conn.execute(sql).fetchall())
+        for sql in (
+            "SELECT * FROM log ORDER BY position",
+            "SELECT * FROM payload ORDER BY position, slot",
+            "SELECT * FROM entry ORDER BY run_id, seq",
+            "SELECT * FROM run_summary ORDER BY run_id",
+            "SELECT run_id, path, generation, status, outcome, state FROM step_view ORDER BY run_id, path",
+        )
+    )
+
+
+def count(store: fe.Store) -> int:
+    return int(store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0])
+
+
+def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Assert what a crash must never leave behind; return each run's rows in seq order.
+
+    Checked per run: seq consecutive from 1, entry numbers consecutive, hash chain
+    (digest recomputed, prev linked), every present slot has its payload value with the
+    recorded digest and no payload lacks a slot, and the entry projection matches the log.
+    """
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = conn.execute(
+            "SELECT position, run_id, seq, entry, generation, kind, at, key, body, digest, prev "
+            "FROM log ORDER BY run_id, seq"
+        ).fetchall()
+        payloads = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload")}
+        entries = {
+            (r, s): (p, g, k)
+            for r, s, p, g, k in conn.execute("SELECT run_id, seq, position, generation, kind FROM entry")
+        }
+    finally:
+        conn.close()
+    runs: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        runs.setdefault(row[1], []).append(row)
+    seen_slots: set[tuple[int, str]] = set()
+    entry_rows = 0
+    for run_id, run_rows in runs.items():
+        prev = None
+        next_entry = 1
+        for i, (position, rid, seq, entry, gen, kind, at, key, body, digest, link) in enumerate(run_rows):
+            assert seq == i + 1, f"run {run_id}: seq {seq} at index {i}"
+            assert link == prev, f"run {run_id}: chain broken at seq {seq}"
+            assert digest == row_digest(rid, seq, entry, gen, kind, at, key, link, body)
+            prev = digest
+            if entry is not None:
+                assert entry == next_entry, f"run {run_id}: entry {entry} where {next_entry} was due"
+                next_entry += 1
+                entry_rows += 1
+                assert entries[(rid, entry)][:2] == (position, gen)
+            event = decode_body(body)
+            for slot, value in getattr(event, "slots", {}).items():
+                if value.state == "present":
+                    stored = payloads[(position, slot)]
+                    assert "sha256:" + hashlib.sha256(stored.encode()).hexdigest() == value.digest
+                    seen_slots.add((position, slot))
+    assert set(payloads) == seen_slots, "payload values without a present slot"
+    assert len(entries) == entry_rows, "entry projection rows without their log row"
+    return runs
