@@ -1,0 +1,138 @@
+"""Many writers at once: 4 processes each recording 2,500 events into one database.
+
+Each process opens its own connection and records its own run, one call per event
+(the executor API's ``begin_step``); the raw side runs the same processes inserting
+the same number of rows into a log-shaped table with ``BEGIN IMMEDIATE ... COMMIT``.
+All processes start together (they wait on a barrier file) and the figure is the total
+events per second from the barrier to the last exit. After each forkline_es trial the
+log is counted: every acknowledged event must be there, once.
+
+    python -m benchmarks.writers [--quick]
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Final
+
+import apsw
+
+from benchmarks._harness import Row, Trial, paired
+
+__all__ = ["main", "run"]
+
+_files = itertools.count()
+_PROCESSES: Final = 4
+
+_OURS: Final = textwrap.dedent(
+    """
+    import os, sys, time
+    import forkline_es as fe
+    path, n, barrier, who = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    store = fe.Store.open(path)
+    run = store.start_run(workflow="bench/writers", run_id=f"writer-{who}")
+    while not os.path.exists(barrier):
+        time.sleep(0.0005)
+    for i in range(n):
+        run.begin_step(f"s/{i}", arguments={"i": i})
+    store.close()
+    """
+)
+
+_RAW: Final = textwrap.dedent(
+    """
+    import os, sys, time, apsw
+    path, n, barrier, who = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(30000)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    cur = conn.cursor()
+    sql = ("INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
+           "VALUES (?, ?, ?, 0, 'step-begun', '2026-01-01T00:00:00Z', ?, ?, 'sha256:x', NULL)")
+    while not os.path.exists(barrier):
+        time.sleep(0.0005)
+    for i in range(1, n + 1):
+        cur.execute("BEGIN IMMEDIATE")
+        cur.execute(sql, (f"writer-{who}", i, i, f"begin:0:s/{i}", '{"path":"s/%d"}' % i))
+        cur.execute("COMMIT")
+    conn.close()
+    """
+)
+
+_RAW_DDL: Final = """
+CREATE TABLE log (
+    position INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    entry INTEGER, generation INTEGER NOT NULL, kind TEXT NOT NULL, at TEXT NOT NULL,
+    key TEXT NOT NULL, body TEXT NOT NULL, digest TEXT NOT NULL, prev TEXT, UNIQUE (run_id, seq)
+);
+"""
+
+
+def _trial(script: str, path: Path, n: int) -> float:
+    barrier = path.with_suffix(".go")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(path), str(n), str(barrier), str(who)])
+        for who in range(_PROCESSES)
+    ]
+    time.sleep(1.0)  # let every process open its connection and reach the barrier
+    start = time.perf_counter()
+    barrier.touch()
+    for p in procs:
+        if p.wait(timeout=600) != 0:
+            raise RuntimeError(f"a writer failed with exit status {p.returncode}")
+    return time.perf_counter() - start
+
+
+def _ours(workdir: Path, n: int) -> Trial:
+    import forkline_es as fe
+
+    path = workdir / f"fe-writers-{next(_files)}.db"
+    fe.Store.open(path).close()
+    seconds = _trial(_OURS, path, n)
+    conn = apsw.Connection(str(path))
+    ((count, runs),) = conn.execute("SELECT count(*), count(DISTINCT run_id) FROM log").fetchall()
+    conn.close()
+    expected = _PROCESSES * (n + 1)  # each run: its start, then n steps
+    if (count, runs) != (expected, _PROCESSES):
+        raise AssertionError(f"lost or duplicated events: {count} rows in {runs} runs, expected {expected}")
+    return Trial(_PROCESSES * n, seconds)
+
+
+def _raw(workdir: Path, n: int) -> Trial:
+    path = workdir / f"raw-writers-{next(_files)}.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL").fetchall()
+    conn.execute(_RAW_DDL)
+    conn.close()
+    return Trial(_PROCESSES * n, _trial(_RAW, path, n))
+
+
+def run(quick: bool, workdir: Path) -> list[Row]:
+    n = 250 if quick else 2_500
+    repeats = 1 if quick else 3
+    return [
+        paired(
+            f"{_PROCESSES} processes x {n:,} events at once (total)",
+            lambda: _ours(workdir, n),
+            lambda: _raw(workdir, n),
+            "raw apsw, same processes",
+            repeats,
+            note="no event lost or duplicated (checked)",
+        )
+    ]
+
+
+def main() -> None:
+    from benchmarks.run import standalone
+
+    standalone("writers")
+
+
+if __name__ == "__main__":
+    main()
