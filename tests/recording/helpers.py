@@ -80,3 +80,16 @@ def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
     assert set(payloads) == seen_slots, "payload values without a present slot"
     assert len(entries) == entry_rows, "entry projection rows without their log row"
     return runs
+
+
+def unfinished_entries(store: fe.Store, run_id: str) -> list[int]:
+    """Entries of steps that did not end and are not superseded yet."""
+    record = store.get_run_record(run_id)
+    superseded = {n for e in record["entries"] if e["kind"] == "recovery" for n in e["supersedes"]}
+    ended = {p for p, s in record["steps"].items() if s["status"] == "ended"}
+    out = []
+    for e in record["entries"]:
+        path = e.get("path") or e.get("step", {}).get("path")
+        if path is not None and path not in ended and e["seq"] not in superseded:
+            out.append(e["seq"])
+    return out
