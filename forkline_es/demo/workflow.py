@@ -1,0 +1,127 @@
+"""The sample workflow and the story ``forkline-es demo`` records with it.
+
+``report`` fetches a few pages, summarizes them, has a child run translate the summary,
+publishes a report and notifies a channel. The actions are simulated in-process (no
+network): one page fails once, the publish times out once, and the first summarize call
+"crashes the process". ``record_demo`` runs the workflow through every situation a run
+record has to tell about, and returns the ids of the runs it recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any
+
+import forkline_es as fe
+from forkline_es.demo.executor import Action, ActionFailed, Ambiguous, Executor, Held
+
+__all__ = ["WORKFLOW", "Crash", "record_demo", "report", "sample_actions", "translate"]
+
+WORKFLOW = "demo/report"
+CHILD_WORKFLOW = "demo/translate"
+INPUTS: dict[str, Any] = {
+    "topic": "Recording durable runs",
+    "sources": ["https://example.org/event-logs", "https://example.org/flaky-page"],
+}
+
+
+class Crash(Exception):
+    """Stands in for the process dying in the middle of a step."""
+
+
+def report(ex: Executor, inputs: Any) -> Any:
+    """The sample workflow: nested steps, an iteration, a child run, an approval gate."""
+    with ex.step("fetch"):
+        pages = [ex.call(f"fetch/{i}", "http.get", {"url": url}) for i, url in enumerate(inputs["sources"])]
+    texts = [page.get("text", "") for page in pages]
+    summary = ex.call("summarize", "llm.summarize", {"topic": inputs["topic"], "pages": texts})
+    french = ex.child("translate", CHILD_WORKFLOW, translate, {"text": summary.get("text", ""), "lang": "fr"})
+    if inputs.get("approval") == "required":
+        with ex.step("approve"):
+            raise Held("approval-required", "a person must approve the report before it is published")
+    post = ex.call("publish", "blog.post", {"title": inputs["topic"], "languages": ["en", "fr"]})
+    add_artifact = getattr(ex.run, "add_artifact", None)
+    if add_artifact is not None and not ex.dry_run:
+        text = f"# {inputs['topic']}\n\n{summary.get('text', '')}\n"
+        add_artifact(text.encode(), kind="report", content_type="text/markdown", step="publish")
+    ex.call("notify", "chat.send", fe.Sensitive({"channel": "#reports", "token": "xoxb-not-a-real-token"}))
+    return {"post": post.get("id"), "summary": summary.get("text"), "french": french.get("text")}
+
+
+def translate(ex: Executor, inputs: Any) -> Any:
+    """The child workflow: one action."""
+    return ex.call("translate", "llm.translate", inputs)
+
+
+def sample_actions(model: str = "demo-model-1", crash: bool = False) -> dict[str, Action]:
+    """Simulated actions keyed by operation; each misbehaves once, as real ones do."""
+    calls: Counter[str] = Counter()
+
+    def http_get(args: Any) -> Any:
+        calls[args["url"]] += 1
+        if "flaky" in args["url"] and calls[args["url"]] == 1:
+            raise ActionFailed("http-503")
+        return {"url": args["url"], "text": f"the page at {args['url']}"}
+
+    def summarize(args: Any) -> Any:
+        calls["summarize"] += 1
+        if crash and calls["summarize"] == 1:
+            raise Crash("the process died while the model was answering")
+        return {"text": f"{args['topic']}: {len(args['pages'])} pages read by {model}", "model": model}
+
+    def post(args: Any) -> Any:
+        calls["post"] += 1
+        if calls["post"] == 1:
+            raise Ambiguous()
+        return {"id": "post-" + hashlib.sha256(args["title"].encode()).hexdigest()[:12]}
+
+    return {
+        "http.get": http_get,
+        "llm.summarize": summarize,
+        "llm.translate": lambda args: {"text": f"[{args['lang']}] {args['text']}"},
+        "blog.post": post,
+        "chat.send": lambda args: {"delivered": True, "channel": args["channel"]},
+    }
+
+
+def record_demo(store: fe.Store) -> dict[str, str]:
+    """Record the demo's runs into ``store``; returns label -> run id, in recording order."""
+    runs: dict[str, str] = {}
+
+    # 1. The first run crashes in the middle of `summarize`; a new process resumes it.
+    actions = sample_actions(crash=True)
+    ex = Executor.start(store, WORKFLOW, actions, INPUTS, name="Daily report")
+    runs["first"] = ex.run.id
+    record_manifest = getattr(ex.run, "record_manifest", None)
+    if record_manifest is not None:
+        record_manifest(model="demo-model-1", temperature=0.0)
+    try:
+        ex.execute(report, INPUTS)
+    except Crash:
+        del ex  # the handle dies with the process; only the log remains
+    Executor.resume(store, runs["first"], actions).execute(report, INPUTS)
+    runs["child"] = _child_of(store, runs["first"])
+
+    # 2. A dry run: nothing is dispatched, results are partial.
+    dry = Executor.start(store, WORKFLOW, sample_actions(), INPUTS, dry_run=True)
+    dry.execute(report, INPUTS)
+    runs["dry-run"] = dry.run.id
+
+    # 3. A run that waits for a person's approval: it stays held.
+    held_inputs = {**INPUTS, "approval": "required"}
+    held = Executor.start(store, WORKFLOW, sample_actions(), held_inputs)
+    held.execute(report, held_inputs)
+    runs["held"] = held.run.id
+
+    # 4. A replay of the first run with a newer model: it diverges at `summarize`.
+    replay, inputs = Executor.replay(store, runs["first"], sample_actions(model="demo-model-2"))
+    replay.execute(report, inputs)
+    runs["replay"] = replay.run.id
+    return runs
+
+
+def _child_of(store: fe.Store, run_id: str) -> str:
+    record = store.get_run_record(run_id)
+    children = [e["child"] for e in record["entries"] if e["kind"] == "child"]
+    return str(children[-1])
