@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
+from forkline_es.compat import RunRecorder
 from forkline_es.errors import (
     Conflict,
     ForklineError,
@@ -41,6 +42,7 @@ __all__ = [
     "Run",
     "RunNotFound",
     "RunNotRetained",
+    "RunRecorder",
     "Sensitive",
     "StepNotFound",
     "Store",

@@ -1,0 +1,202 @@
+"""Forkline's ``RunRecorder`` (Recording v0), recorded as runs of the engine.
+
+Switching is one import: ``from forkline_es import RunRecorder``. Each call delegates:
+``start_run`` is ``Store.start_run(workflow=entrypoint)``, ``log_event`` appends one
+non-entry ``forkline-logged`` event through the run's handle (its payload, redacted, as
+canonical JSON in slot ``payload``), ``end_run`` concludes the run. Reads go through the
+``runs`` and ``events`` views (``compat.views``), the same ones ``sqlite3`` shows. Where
+Forkline is silently wrong (unknown runs, duplicate ids, non-JSON payloads), this refuses
+with a coded error instead; docs/forkline.md lists every difference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Final
+
+import msgspec
+
+from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.log.connection import Durability
+from forkline_es.log.events import ForklineLogged, Slot
+from forkline_es.recording.run import Run
+from forkline_es.redaction import RedactionPolicy
+from forkline_es.store import Store
+from forkline_es.values import canonical_json, sha256_digest
+
+__all__ = ["STATUSES", "RunRecorder"]
+
+#: Forkline status -> (engine terminal outcome, conclude code). The engine's own outcomes
+#: are accepted as they are; the ``runs`` view maps them back to Forkline's words.
+STATUSES: Final[dict[str, tuple[str, str | None]]] = {
+    "success": ("succeeded", None),
+    "failure": ("failed", None),
+    "error": ("failed", "error"),
+    "succeeded": ("succeeded", None),
+    "failed": ("failed", None),
+    "cancelled": ("cancelled", None),
+    "stopped": ("stopped", None),
+}
+
+_SELECT_RUN: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?"
+_SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE run_id = ? ORDER BY event_id"
+_POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
+_HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
+_decode: Final = msgspec.json.decode
+
+
+class RunRecorder:
+    """Forkline's explicit recorder: start a run, log events in order, end it.
+
+    ``redaction_policy=None`` applies ``RedactionPolicy.default()``, as Forkline 0.5.0 does;
+    pass ``RedactionPolicy.none()`` to store payloads unredacted. ``durability`` is the
+    store's (``"normal"``: survives a crash; ``"full"``: also a power loss, like Forkline).
+    """
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] = "runs.db",
+        redaction_policy: RedactionPolicy | None = None,
+        *,
+        durability: Durability = "normal",
+    ) -> None:
+        if redaction_policy is None:
+            redaction_policy = RedactionPolicy.default()
+        elif not isinstance(redaction_policy, RedactionPolicy):
+            raise InvalidRequest(
+                f"redaction_policy must be a forkline_es.RedactionPolicy, not "
+                f"{type(redaction_policy).__name__} (use RedactionPolicy.default(), "
+                "RedactionPolicy([RedactionRule(...), ...]) or RedactionPolicy.none())"
+            )
+        self.db_path = os.fspath(db_path)
+        self.redaction_policy = redaction_policy
+        self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
+        self._handles: dict[str, Run] = {}
+        # Idempotency keys unique to this recorder and call: two identical log_event calls
+        # are two events, never one call repeated (see _log).
+        self._keys = (f"forkline:{uuid.uuid4().hex[:12]}:{n}" for n in itertools.count(1))
+
+    def close(self) -> None:
+        self._handles.clear()
+        self.store.close()
+
+    def __enter__(self) -> RunRecorder:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RunRecorder(db_path={self.db_path!r})"
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def start_run(self, entrypoint: str, run_id: str | None = None) -> str:
+        """Start a run (environment snapshot included) and return its id, a UUID hex if not given.
+
+        A ``run_id`` already taken (or once taken by an evicted run) is a ``conflict``.
+        """
+        rid = uuid.uuid4().hex if run_id is None else run_id
+        # A key of its own: a start under a taken id, even a concurrent one, cannot pass for a
+        # repeat of that run's start, so the store refuses it.
+        run = self.store.start_run(workflow=entrypoint, run_id=rid, key=next(self._keys))
+        self._remember(run)
+        return rid
+
+    def log_event(self, run_id: str, event_type: str, payload: Any) -> int:
+        """Append one event and return its ``event_id`` (its global log position, increasing).
+
+        The payload is redacted, then stored as canonical JSON; a value JSON cannot carry
+        (NaN, infinities, bytes, sets, non-string keys, objects) is refused with
+        ``invalid-value`` naming where it is. An unknown run is ``run-not-found``; a run
+        already ended is a ``conflict``.
+        """
+        if not isinstance(event_type, str) or not event_type:
+            raise InvalidRequest(f"event_type must be a nonempty string, not {event_type!r}")
+        data = canonical_json(self.redaction_policy.redact(payload))
+        event = ForklineLogged(
+            event_type=event_type,
+            slots={"payload": Slot(state="present", digest=sha256_digest(data))},
+        )
+        key = next(self._keys)
+        run, seq = self._append(run_id, lambda r: r._append_event(event, key, (("payload", data),)))
+        rows = self.store.conn.execute(_POSITION, (run.id, seq)).fetchall()
+        return int(rows[0][0])
+
+    def end_run(self, run_id: str, status: str = "success") -> None:
+        """Conclude the run. ``success``/``failure``/``error`` map to the engine's outcomes.
+
+        Ending it again with the same status is a no-op; with another, a ``conflict``.
+        """
+        mapped = STATUSES.get(status) if isinstance(status, str) else None
+        if mapped is None:
+            raise InvalidRequest(f"status must be one of {sorted(STATUSES)}, not {status!r}")
+        outcome, code = mapped
+        key = f"conclude:{outcome}:{code or ''}"  # "success" twice, or then "succeeded": one call
+        self._append(run_id, lambda r: r.conclude(outcome, code=code, key=key))
+        self._handles.pop(run_id, None)
+
+    def _remember(self, run: Run) -> None:
+        if len(self._handles) >= _HANDLES:
+            self._handles.pop(next(iter(self._handles)))
+        self._handles[run.id] = run
+
+    def _append(self, run_id: str, call: Callable[[Run], int]) -> tuple[Run, int]:
+        """Run ``call(handle)``; a cached handle made stale by another writer is re-read once.
+
+        Retrying with the same idempotency key is safe: if the first attempt did commit,
+        the fresh handle finds the key and returns the original seq.
+        """
+        run = self._handles.get(run_id)
+        if run is not None:
+            try:
+                return run, call(run)
+            except Conflict:
+                self._handles.pop(run_id, None)  # re-read below: stale, or really refused
+        run = self._resume(run_id)
+        seq = call(run)
+        self._remember(run)
+        return run, seq
+
+    def _resume(self, run_id: str) -> Run:
+        if not isinstance(run_id, str) or not run_id:
+            raise InvalidRequest(f"run_id must be a nonempty string, not {run_id!r}")
+        try:
+            return self.store.resume_run(run_id)
+        except RunNotRetained:
+            raise
+        except RunNotFound:
+            raise RunNotFound(
+                f"no run {run_id!r} in {self.db_path}; start it with start_run(...) first"
+            ) from None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run's row of the ``runs`` view as a dict, or None when there is no such run."""
+        cur = self.store.conn.cursor()
+        rows = cur.execute(_SELECT_RUN, (run_id,)).fetchall()
+        return dict(zip(RUN_COLUMNS, rows[0], strict=True)) if rows else None
+
+    def get_events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's events ordered by ``event_id``; ``payload`` decoded (None if removed)."""
+        out: list[dict[str, Any]] = []
+        with self.store.log.snapshot() as cur:
+            for event_id, rid, ts, kind, payload in cur.execute(_SELECT_EVENTS, (run_id,)):
+                out.append(
+                    {
+                        "event_id": event_id,
+                        "run_id": rid,
+                        "ts": ts,
+                        "type": kind,
+                        "payload": None if payload is None else _decode(payload),
+                    }
+                )
+        return out

@@ -1,0 +1,103 @@
+"""Forkline's ``runs`` and ``events`` tables, as SQL views over the log and the run summaries.
+
+``sqlite3 runs.db "SELECT * FROM runs;"`` and ``"SELECT * FROM events;"`` show exactly the
+columns of Forkline's Recording v0 schema, in its order. They are views, not tables: the log
+stays the only truth, nothing is written twice on the append path, and eviction or a rebuild
+can never leave them disagreeing with the log.
+
+- ``runs``: one row per run of the store (executor runs too: a run's workflow is its
+  entrypoint). ``status`` is Forkline's word for the engine's outcome (``succeeded`` ->
+  ``success``, ``failed`` with code ``error`` -> ``error``, any other ``failed`` ->
+  ``failure``; ``cancelled`` and ``stopped`` as they are) and NULL while the run is open.
+- ``events``: one row per ``forkline-logged`` event; ``event_id`` is the global log position
+  and ``payload`` the canonical JSON stored in slot ``payload`` (NULL once retention removed it).
+
+``ForklineViews`` is an additional projector with no tables of its own: its DDL runs on every
+rebuild (the views depend on ``run_summary``, which a rebuild drops and recreates), and a new
+version replaces the views in databases made by older code.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from forkline_es.log.connection import Cursor
+from forkline_es.log.events import EventBody
+from forkline_es.log.rows import LogRow
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "FORKLINE_SCHEMA_VERSION",
+    "RUN_COLUMNS",
+    "VIEWS_DDL",
+    "ForklineViews",
+]
+
+#: The Forkline schema version every run shows (Recording v0: "every run records 0.1").
+FORKLINE_SCHEMA_VERSION: Final = "0.1"
+
+#: Forkline's columns, in Forkline's order.
+RUN_COLUMNS: Final = (
+    "run_id",
+    "schema_version",
+    "entrypoint",
+    "started_at",
+    "ended_at",
+    "status",
+    "python_version",
+    "platform",
+    "cwd",
+)
+EVENT_COLUMNS: Final = ("event_id", "run_id", "ts", "type", "payload")
+
+VIEWS_DDL: Final = f"""
+DROP VIEW IF EXISTS runs;
+CREATE VIEW runs AS
+SELECT
+    s.run_id AS run_id,
+    '{FORKLINE_SCHEMA_VERSION}' AS schema_version,
+    s.workflow AS entrypoint,
+    s.started_at AS started_at,
+    s.ended_at AS ended_at,
+    CASE s.status
+        WHEN 'succeeded' THEN 'success'
+        WHEN 'failed' THEN
+            CASE json_extract(s.state, '$.code') WHEN 'error' THEN 'error' ELSE 'failure' END
+        WHEN 'cancelled' THEN 'cancelled'
+        WHEN 'stopped' THEN 'stopped'
+    END AS status,
+    json_extract(s.state, '$.env.python_version') AS python_version,
+    json_extract(s.state, '$.env.platform') AS platform,
+    json_extract(s.state, '$.env.cwd') AS cwd
+FROM run_summary AS s
+ORDER BY s.started_at, s.run_id;
+
+DROP VIEW IF EXISTS events;
+CREATE VIEW events AS
+SELECT
+    l.position AS event_id,
+    l.run_id AS run_id,
+    l.at AS ts,
+    json_extract(l.body, '$.event_type') AS type,
+    p.value AS payload
+FROM log AS l
+LEFT JOIN payload AS p ON p.position = l.position AND p.slot = 'payload'
+WHERE l.kind = 'forkline-logged'
+ORDER BY l.position;
+"""
+
+
+class ForklineViews:
+    """The projector that owns the ``runs`` and ``events`` views; it folds nothing.
+
+    Registered in ``projections.registry`` so that opening a store creates the views and a
+    rebuild recreates them. Bump ``version`` when ``VIEWS_DDL`` changes.
+    """
+
+    name: str = "forkline-views"
+    version: int = 1
+    ddl: str = VIEWS_DDL
+    tables: tuple[str, ...] = ()
+
+    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
+        """Nothing to fold: the views read the log and ``run_summary`` directly."""
