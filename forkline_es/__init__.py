@@ -16,6 +16,7 @@ from forkline_es.errors import (
 )
 from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive
 from forkline_es.redaction import RedactionPolicy, RedactionRule
+from forkline_es.retention import Completion, Consumer, RetentionPolicy, RetentionReport
 from forkline_es.store import Store
 from forkline_es.values import (
     Duration,
@@ -29,7 +30,9 @@ from forkline_es.values import (
 __all__ = [
     "MISSING",
     "NOT_RECORDED",
+    "Completion",
     "Conflict",
+    "Consumer",
     "Duration",
     "FileRef",
     "ForklineError",
@@ -39,6 +42,8 @@ __all__ = [
     "RecordError",
     "RedactionPolicy",
     "RedactionRule",
+    "RetentionPolicy",
+    "RetentionReport",
     "Run",
     "RunNotFound",
     "RunNotRetained",

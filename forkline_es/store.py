@@ -11,9 +11,10 @@ import os
 import platform
 import socket
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from forkline_es import __version__
 from forkline_es._logging import get_logger
@@ -29,6 +30,9 @@ from forkline_es.recording.payloads import encode_slots
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import RunState, check_text
 from forkline_es.records import operations
+from forkline_es.retention import apply as retention
+from forkline_es.retention import feed
+from forkline_es.retention.policy import RetentionPolicy
 from forkline_es.values import is_digest
 
 __all__ = ["Store"]
@@ -235,3 +239,60 @@ class Store:
     def rebuild_projections(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Drop and refold every projection from the log; returns the events folded."""
         return self.projections.rebuild(progress)
+
+    # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
+
+    def apply_retention(
+        self,
+        policy: RetentionPolicy,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> retention.RetentionReport:
+        """Evict and reduce completed runs as ``policy`` says; one transaction per run."""
+        return retention.apply_retention(self, policy, now, dry_run, progress)
+
+    def evict_run(
+        self, run_id: str, reason: str, policy: str | None = None, force: bool = False
+    ) -> retention.EvictedRun:
+        """Record the run's eviction, then delete its events, values and projection rows."""
+        return retention.evict_run(self, run_id, reason, policy, force)
+
+    def remove_payloads(
+        self, run_id: str, classes: Iterable[str] | None = None, reason: str | None = None
+    ) -> tuple[tuple[int, str], ...]:
+        """Remove a completed run's payload values (of ``classes``; all when None)."""
+        wanted = RetentionPolicy(drop_payloads_after="0s", payload_classes=classes).payload_classes
+        return retention.remove_payloads(self, run_id, wanted, "manual", reason)
+
+    def purge_tombstones(self, older_than: timedelta | str, now: datetime | None = None) -> int:
+        """Delete eviction records older than ``older_than``; then run-not-found is permitted."""
+        return retention.purge_tombstones(self, older_than, now)
+
+    def evictions(self) -> list[dict[str, Any]]:
+        """The eviction records (tombstones) still kept."""
+        return retention.evictions(self)
+
+    def gc(self) -> retention.GcReport:
+        """Give the pages freed by eviction back to the file system."""
+        return retention.gc(self)
+
+    def register_consumer(self, name: str, since: Literal["start", "now"] = "start") -> feed.Consumer:
+        """A named checkpoint on the completion feed; protects unacknowledged runs from eviction."""
+        return feed.register_consumer(self, name, since)
+
+    def unregister_consumer(self, name: str) -> bool:
+        return feed.unregister_consumer(self, name)
+
+    def consumers(self) -> list[feed.Consumer]:
+        return feed.consumers(self)
+
+    def completions(
+        self, consumer: str | None = None, after: int = 0, limit: int = 100
+    ) -> list[feed.Completion]:
+        """Runs that concluded after the consumer's checkpoint (or ``after``), in log order."""
+        return feed.completions(self, consumer, after, limit)
+
+    def acknowledge(self, consumer: str, position: int) -> feed.Consumer:
+        """Move the consumer's checkpoint forward to ``position`` (a completion's position)."""
+        return feed.acknowledge(self, consumer, position)

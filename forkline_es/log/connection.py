@@ -97,9 +97,6 @@ def _inspect(conn: Connection, path: str) -> tuple[int, int, int]:
 
 def _migrate(conn: Connection, path: str, current: int) -> None:
     """Step user_version from ``current`` to SCHEMA_VERSION, one transaction per step."""
-    if current == 0:
-        # Only settable on an empty file: lets retention's gc give pages back to the OS.
-        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     for version in range(current, SCHEMA_VERSION):
         with conn:  # savepoint: migrations are rare, clarity beats speed here
             if version == 0:
@@ -142,6 +139,10 @@ def open_connection(
                 f"{spath} has forkline_es schema version {version}, newer than this "
                 f"forkline_es supports ({SCHEMA_VERSION}); upgrade forkline_es to open it"
             )
+        if objects == 0:
+            # Before the WAL step writes the header: an empty file is the only one that
+            # takes auto_vacuum without a VACUUM; it lets retention's gc shrink the file.
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         for step in _SETUP:
             step(conn, durability)
         if version < SCHEMA_VERSION:

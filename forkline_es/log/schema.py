@@ -77,6 +77,15 @@ BEGIN
     SELECT RAISE(ABORT, 'forkline_es: a payload value is deleted only after its removal is recorded');
 END;
 
+-- The completion feed (forkline_es.retention.feed): run-concluded rows by position.
+CREATE INDEX log_concluded ON log (position, run_id) WHERE kind = 'run-concluded';
+
+CREATE TABLE consumer (                             -- named checkpoints of the completion feed
+    name          TEXT PRIMARY KEY,
+    position      INTEGER NOT NULL,                 -- completions up to here are acknowledged
+    registered_at TEXT NOT NULL
+);
+
 CREATE TABLE projector (
     name     TEXT PRIMARY KEY,
     version  INTEGER NOT NULL,

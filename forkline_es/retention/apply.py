@@ -1,0 +1,432 @@
+"""Applying retention to a store: payload removal, eviction, tombstone purge and gc.
+
+Every change to one run is one transaction. Payload removal appends a
+``payloads-removed`` event to the run's own stream (hash chain and seq kept), folds it
+into the projections and deletes exactly the values it names. Eviction first records
+the run in the store-level ``eviction`` stream, then deletes the run's payload values,
+log rows and rows of every projection table; the log's triggers allow exactly these
+deletes and no others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from forkline_es._logging import get_logger
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.log.connection import Cursor
+from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
+from forkline_es.log.rows import LogRow, NewRow, row_digest
+from forkline_es.recording.payloads import SLOT_CLASS
+from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
+from forkline_es.retention.policy import (
+    Kept,
+    RetentionPolicy,
+    RunFacts,
+    parse_duration,
+    plan_retention,
+)
+from forkline_es.values import utc_now
+from forkline_es.values._time import parse_instant
+from forkline_es.vocabulary import TERMINAL_OUTCOMES
+
+if TYPE_CHECKING:
+    from forkline_es.store import Store
+
+__all__ = [
+    "EvictedRun",
+    "GcReport",
+    "ReducedRun",
+    "RetentionReport",
+    "apply_retention",
+    "evict_run",
+    "evictions",
+    "gc",
+    "purge_tombstones",
+    "remove_payloads",
+]
+
+_log = get_logger("forkline_es.retention")
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EvictedRun:
+    """A run whose record is gone; its tombstone (``eviction`` row) remains until purged."""
+
+    run_id: str
+    workflow: str
+    reason: str
+    events: int  # log rows deleted (in a dry run: that would be deleted)
+    payloads: int  # payload values deleted
+
+
+@dataclass(frozen=True, slots=True)
+class ReducedRun:
+    """A retained run whose payload values ``removed`` (``[position, slot]``) were deleted."""
+
+    run_id: str
+    removed: tuple[tuple[int, str], ...]
+
+
+@dataclass(slots=True)
+class RetentionReport:
+    """What ``apply_retention`` removed and evicted (or would, when ``dry_run``)."""
+
+    policy: str
+    dry_run: bool
+    evicted: list[EvictedRun] = field(default_factory=list)
+    reduced: list[ReducedRun] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "dry_run": self.dry_run,
+            "evicted": [asdict(e) for e in self.evicted],
+            "reduced": [{"run_id": r.run_id, "removed": [list(p) for p in r.removed]} for r in self.reduced],
+            "kept": [asdict(k) for k in self.kept],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GcReport:
+    """Database size before and after ``gc``: pages in use, and bytes on disk (db + WAL)."""
+
+    page_size: int
+    pages_before: int
+    pages_after: int
+    file_bytes_before: int | None
+    file_bytes_after: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- reading the facts -------------------------------------------------------------------
+
+
+def _facts(cur: Cursor) -> list[RunFacts]:
+    concluded = dict(cur.execute("SELECT run_id, position FROM log WHERE kind = 'run-concluded'").fetchall())
+    out = []
+    for run_id, workflow, status, ended_at, parent in cur.execute(
+        "SELECT run_id, workflow, status, ended_at, parent FROM run_summary"
+    ):
+        ended = parse_instant(ended_at) if ended_at is not None else None
+        out.append(RunFacts(run_id, workflow, status, ended, parent, concluded.get(run_id)))
+    return out
+
+
+def _count(cur: Cursor, run_id: str) -> int:
+    return int(cur.execute("SELECT count(*) FROM log WHERE run_id = ?", (run_id,)).fetchall()[0][0])
+
+
+def _classes_match(slot: str, classes: frozenset[str] | None) -> bool:
+    """Slots outside 002's table (a Forkline event's ``payload``) go only with 'all classes'."""
+    return classes is None or SLOT_CLASS.get(slot) in classes
+
+
+def _present(cur: Cursor, run_id: str, classes: frozenset[str] | None) -> list[tuple[int, str]]:
+    rows = cur.execute(
+        "SELECT p.position, p.slot FROM log AS l JOIN payload AS p ON p.position = l.position "
+        "WHERE l.run_id = ? ORDER BY p.position, p.slot",
+        (run_id,),
+    ).fetchall()
+    return [(int(p), str(s)) for p, s in rows if _classes_match(s, classes)]
+
+
+def _refuse_missing(store: Store, cur: Cursor, run_id: str) -> NoReturn:
+    evicted = store.log.eviction(run_id, cur)
+    if evicted is not None:
+        raise RunNotRetained(f"run {run_id!r} was already evicted at {evicted[0]} ({evicted[1]})")
+    raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs it holds")
+
+
+def _status(cur: Cursor, run_id: str) -> tuple[str, str | None] | None:
+    rows = cur.execute("SELECT status, parent FROM run_summary WHERE run_id = ?", (run_id,)).fetchall()
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+# -- payload removal ----------------------------------------------------------------------
+
+
+def remove_payloads(
+    store: Store,
+    run_id: str,
+    classes: frozenset[str] | None = None,
+    policy: str = "manual",
+    reason: str | None = None,
+) -> tuple[tuple[int, str], ...]:
+    """Remove the completed run's stored values of ``classes``; returns what was removed.
+
+    One transaction: append ``payloads-removed`` naming the slots, fold it, delete them.
+    """
+    with store.log.snapshot() as cur:
+        status = _status(cur, run_id)
+        if status is None:
+            _refuse_missing(store, cur, run_id)
+        if status[0] not in TERMINAL_OUTCOMES:
+            raise Conflict(f"run {run_id!r} is {status[0]}; payloads are removed only from completed runs")
+        removed = _present(cur, run_id, classes)
+        last = cur.execute(
+            "SELECT seq, generation, digest FROM log WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
+        ).fetchall()
+    if not removed:
+        return ()
+    seq, generation, prev = last[0][0] + 1, last[0][1], last[0][2]
+    event = PayloadsRemoved(removed=removed, policy=policy, reason=reason)
+    body = encode_body(event)
+    kind = kind_of(event)
+    at = utc_now()
+    key = f"payloads-removed:{seq}"
+    digest = row_digest(run_id, seq, None, generation, kind, at, key, prev, body)
+    row = NewRow(run_id, seq, None, generation, kind, at, key, body, digest, prev)
+
+    def then(cur: Cursor, positions: list[int]) -> None:
+        stored = LogRow(
+            positions[0], run_id, seq, None, generation, kind, at, key, body.decode(), digest, prev
+        )
+        store.projections.apply(cur, stored, event)
+        store.projections.persist.mark_position(cur, positions[0])
+        for position, slot in removed:
+            cur.execute("DELETE FROM payload WHERE position = ? AND slot = ?", (position, slot))
+            if store.conn.changes() != 1:  # another process removed it first: start again
+                raise Conflict(f"run {run_id!r}: payload {slot} at {position} changed meanwhile; retry")
+
+    try:
+        store.log.append([row], then)
+    finally:
+        store.projections.forget(run_id)
+    _log.info("payloads_removed", run_id=run_id, slots=len(removed), policy=policy)
+    return tuple(removed)
+
+
+# -- eviction -----------------------------------------------------------------------------
+
+
+_tables_with_run_id: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _projection_tables(store: Store, cur: Cursor) -> tuple[str, ...]:
+    """Projection tables keyed by run; every one should be (the runner's contract)."""
+    tables = store.projections.tables
+    known = _tables_with_run_id.get(tables)
+    if known is None:
+        known = tuple(
+            t
+            for t in tables
+            if any(col[1] == "run_id" for col in cur.execute(f"PRAGMA table_info({t})").fetchall())
+        )
+        _tables_with_run_id[tables] = known
+    return known
+
+
+def _check_evictable(store: Store, cur: Cursor, run_id: str, force: bool) -> str:
+    """The run's workflow, or a refusal saying why it must stay (before anything is written)."""
+    rows = cur.execute(
+        "SELECT workflow, status, parent FROM run_summary WHERE run_id = ?", (run_id,)
+    ).fetchall()
+    if not rows:
+        if store.log.run_exists(run_id, cur):
+            raise Conflict(f"run {run_id!r} has no summary yet; rebuild projections, then evict")
+        _refuse_missing(store, cur, run_id)
+    workflow, status, parent = rows[0]
+    if status not in TERMINAL_OUTCOMES:
+        raise Conflict(
+            f"run {run_id!r} is {status}; only completed runs are evicted "
+            "(conclude it, e.g. as 'stopped', first)"
+        )
+    if force:
+        return str(workflow)
+    concluded = cur.execute(
+        "SELECT position FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run_id,)
+    ).fetchall()
+    waiting = unacknowledged_by(cur, int(concluded[0][0])) if concluded else []
+    if waiting:
+        raise Conflict(
+            f"run {run_id!r} is protected: consumer(s) {', '.join(waiting)} have not acknowledged its "
+            "completion; acknowledge it, unregister the consumer, or pass force=True"
+        )
+    if parent is not None and _status(cur, parent) is not None:
+        raise Conflict(
+            f"run {run_id!r} is a child of the retained run {parent!r}; a call tree is evicted from its "
+            "root down: evict the parent first, or pass force=True"
+        )
+    return str(workflow)
+
+
+def evict_run(
+    store: Store,
+    run_id: str,
+    reason: str,
+    policy: str | None = None,
+    force: bool = False,
+) -> EvictedRun:
+    """Record the eviction, then delete the run's events, values and projection rows; one transaction.
+
+    Refuses (``conflict``) a non-terminal run, and, unless ``force``, a run that a
+    registered consumer has not acknowledged or whose parent is retained.
+    """
+    if not isinstance(run_id, str) or not run_id:
+        raise InvalidRequest(f"a run identifier is a nonempty string, not {run_id!r}")
+    if not isinstance(reason, str) or not reason:
+        raise InvalidRequest("an eviction needs a reason: a nonempty string saying why")
+    conn = store.conn
+    try:
+        with store.log.transaction("evict run") as cur:
+            workflow = _check_evictable(store, cur, run_id, force)
+            last = cur.execute("SELECT max(position) FROM log WHERE run_id = ?", (run_id,)).fetchall()[0][0]
+            cur.execute(
+                "INSERT INTO eviction (run_id, position, at, reason, policy) VALUES (?, ?, ?, ?, ?)",
+                (run_id, last, utc_now(), reason, policy),
+            )
+            cur.execute(
+                "DELETE FROM payload WHERE position IN (SELECT position FROM log WHERE run_id = ?)", (run_id,)
+            )
+            payloads = conn.changes()
+            cur.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
+            events = conn.changes()
+            for table in _projection_tables(store, cur):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+    finally:
+        store.projections.forget(run_id)
+    _log.info("run_evicted", run_id=run_id, reason=reason, policy=policy, events=events, forced=force)
+    return EvictedRun(run_id, workflow, reason, events, payloads)
+
+
+def evictions(store: Store) -> list[dict[str, Any]]:
+    """The tombstones still kept: run id, last position, time, reason and policy."""
+    with store.log.snapshot() as cur:
+        return [
+            {"run_id": r, "position": p, "at": at, "reason": why, "policy": pol}
+            for r, p, at, why, pol in cur.execute(
+                "SELECT run_id, position, at, reason, policy FROM eviction ORDER BY position"
+            )
+        ]
+
+
+def purge_tombstones(store: Store, older_than: timedelta | str, now: datetime | None = None) -> int:
+    """Delete eviction records older than ``older_than``; returns how many went.
+
+    Afterwards lookups of those runs answer ``run-not-found``.
+    """
+    age = parse_duration(older_than, "older_than")
+    cutoff = _now(now) - age
+    with store.log.transaction("purge tombstones") as cur:
+        old = [
+            r for r, at in cur.execute("SELECT run_id, at FROM eviction").fetchall() if _before(at, cutoff)
+        ]
+        cur.executemany("DELETE FROM eviction WHERE run_id = ?", [(r,) for r in old])
+    _log.info("tombstones_purged", count=len(old), older_than=str(age))
+    return len(old)
+
+
+def _before(at: str, cutoff: datetime) -> bool:
+    instant = parse_instant(at)
+    return instant is not None and instant < cutoff
+
+
+def _now(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise InvalidRequest(f"now is an aware datetime, not {now!r}")
+    return now.astimezone(UTC)
+
+
+# -- the policy as a whole ----------------------------------------------------------------
+
+
+def apply_retention(
+    store: Store,
+    policy: RetentionPolicy,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> RetentionReport:
+    """Plan from one snapshot, then evict and reduce one run per transaction.
+
+    A run whose situation changed since planning (a consumer registered, it was
+    evicted elsewhere) is skipped and reported in ``kept``.
+    """
+    if not isinstance(policy, RetentionPolicy):
+        raise InvalidRequest(f"policy is a forkline_es.RetentionPolicy, not {policy!r}")
+    when = _now(now)
+    text = policy.describe()
+    with store.log.snapshot() as cur:
+        plan = plan_retention(policy, _facts(cur), when, acknowledged_through(cur))
+        dry = (
+            [
+                EvictedRun(
+                    e.run_id,
+                    e.workflow,
+                    e.reason,
+                    _count(cur, e.run_id),
+                    len(_present(cur, e.run_id, None)),
+                )
+                for e in plan.evict
+            ],
+            [ReducedRun(r.run_id, tuple(_present(cur, r.run_id, r.classes))) for r in plan.reduce],
+        )
+    report = RetentionReport(text, dry_run, kept=list(plan.kept))
+    if dry_run:
+        report.evicted = dry[0]
+        report.reduced = [r for r in dry[1] if r.removed]
+        return report
+    total, done = len(plan.evict) + len(plan.reduce), 0
+    for e in plan.evict:
+        try:
+            report.evicted.append(evict_run(store, e.run_id, e.reason, text))
+        except (Conflict, RunNotFound, RunNotRetained) as refused:
+            report.kept.append(Kept(e.run_id, refused.message))
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    for r in plan.reduce:
+        try:
+            removed = remove_payloads(store, r.run_id, r.classes, text, "retention policy")
+        except (Conflict, RunNotFound, RunNotRetained) as refused:
+            report.kept.append(Kept(r.run_id, refused.message))
+            removed = ()
+        if removed:
+            report.reduced.append(ReducedRun(r.run_id, removed))
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    _log.info("retention_applied", policy=text, evicted=len(report.evicted), reduced=len(report.reduced))
+    return report
+
+
+# -- giving space back -------------------------------------------------------------------
+
+
+def _sizes(store: Store) -> tuple[int, int | None]:
+    pages = int(store.conn.execute("PRAGMA page_count").fetchall()[0][0])
+    if store.path == ":memory:" or not os.path.exists(store.path):
+        return pages, None
+    wal = store.path + "-wal"
+    return pages, os.path.getsize(store.path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)
+
+
+def gc(store: Store) -> GcReport:
+    """Give free pages back to the file system: incremental vacuum, then truncate the WAL.
+
+    A database created before auto_vacuum was set is converted by one full VACUUM.
+    """
+    conn = store.conn
+    page_size = int(conn.execute("PRAGMA page_size").fetchall()[0][0])
+    pages_before, bytes_before = _sizes(store)
+    if int(conn.execute("PRAGMA auto_vacuum").fetchall()[0][0]) == 2:
+        conn.execute("PRAGMA incremental_vacuum").fetchall()
+    else:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    pages_after, bytes_after = _sizes(store)
+    _log.info("gc", pages_before=pages_before, pages_after=pages_after)
+    return GcReport(page_size, pages_before, pages_after, bytes_before, bytes_after)

@@ -1,0 +1,187 @@
+"""The completion feed: run-concluded events in log order, with named consumer checkpoints.
+
+A consumer is a name and a checkpoint (a log position). ``completions(consumer)``
+returns the runs that concluded after the checkpoint, in log-position order;
+``acknowledge(consumer, position)`` moves the checkpoint forward (never back). While a
+registered consumer's checkpoint lies before a run's conclusion, retention keeps the
+run: eviction waits until every registered consumer has seen it. Checkpoints live in
+the ``consumer`` table beside the log, so they survive restarts and projection rebuilds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import msgspec
+
+from forkline_es._logging import get_logger
+from forkline_es.errors import InvalidRequest
+from forkline_es.log.connection import Cursor
+from forkline_es.values import utc_now
+
+if TYPE_CHECKING:
+    from forkline_es.store import Store
+
+__all__ = [
+    "Completion",
+    "Consumer",
+    "acknowledge",
+    "acknowledged_through",
+    "completions",
+    "consumers",
+    "register_consumer",
+    "unacknowledged_by",
+    "unregister_consumer",
+]
+
+_log = get_logger("forkline_es.retention")
+
+_status: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One run's conclusion: ``position`` is what a consumer acknowledges."""
+
+    position: int
+    run_id: str
+    workflow: str
+    status: str
+    ended_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    name: str
+    position: int
+    registered_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise InvalidRequest(f"a consumer name is a nonempty string, not {name!r}")
+    return name
+
+
+def _load(cur: Cursor, name: str) -> Consumer | None:
+    rows = cur.execute(
+        "SELECT name, position, registered_at FROM consumer WHERE name = ?", (name,)
+    ).fetchall()
+    return Consumer(*rows[0]) if rows else None
+
+
+def _known(cur: Cursor, name: str) -> Consumer:
+    consumer = _load(cur, name)
+    if consumer is None:
+        raise InvalidRequest(
+            f"no consumer {name!r}; register it first with store.register_consumer({name!r})"
+        )
+    return consumer
+
+
+def register_consumer(store: Store, name: str, since: Literal["start", "now"] = "start") -> Consumer:
+    """Register ``name`` (idempotent: an existing consumer keeps its checkpoint).
+
+    ``since="start"`` sees every retained completion; ``"now"`` only later ones.
+    """
+    _check_name(name)
+    if since not in ("start", "now"):
+        raise InvalidRequest(f"since is 'start' or 'now', not {since!r}")
+    with store.log.transaction("register consumer") as cur:
+        existing = _load(cur, name)
+        if existing is not None:
+            return existing
+        position = 0
+        if since == "now":
+            position = _end_of_log(cur)
+        consumer = Consumer(name, position, utc_now())
+        cur.execute(
+            "INSERT INTO consumer (name, position, registered_at) VALUES (?, ?, ?)",
+            (consumer.name, consumer.position, consumer.registered_at),
+        )
+    _log.info("consumer_registered", consumer=name, position=consumer.position)
+    return consumer
+
+
+def unregister_consumer(store: Store, name: str) -> bool:
+    """Drop a consumer and the protection it gave; True when it existed."""
+    _check_name(name)
+    with store.log.transaction("unregister consumer") as cur:
+        cur.execute("DELETE FROM consumer WHERE name = ?", (name,))
+        dropped = bool(store.conn.changes())
+    if dropped:
+        _log.info("consumer_unregistered", consumer=name)
+    return dropped
+
+
+def consumers(store: Store) -> list[Consumer]:
+    with store.log.snapshot() as cur:
+        return [
+            Consumer(*r)
+            for r in cur.execute("SELECT name, position, registered_at FROM consumer ORDER BY name")
+        ]
+
+
+def completions(
+    store: Store, consumer: str | None = None, after: int = 0, limit: int = 100
+) -> list[Completion]:
+    """Retained runs that concluded after ``consumer``'s checkpoint (or ``after``), oldest first."""
+    if type(limit) is not int or limit < 1:
+        raise InvalidRequest(f"limit is a positive integer, not {limit!r}")
+    if type(after) is not int or after < 0:
+        raise InvalidRequest(f"after is a nonnegative log position, not {after!r}")
+    with store.log.snapshot() as cur:
+        if consumer is not None:
+            after = _known(cur, _check_name(consumer)).position
+        rows = cur.execute(
+            "SELECT l.position, l.run_id, coalesce(s.workflow, ''), l.body, l.at FROM log AS l "
+            "LEFT JOIN run_summary AS s ON s.run_id = l.run_id "
+            "WHERE l.kind = 'run-concluded' AND l.position > ? ORDER BY l.position LIMIT ?",
+            (after, limit),
+        ).fetchall()
+    return [Completion(p, r, w, str(_status.decode(b)["status"]), at) for p, r, w, b, at in rows]
+
+
+def acknowledge(store: Store, consumer: str, position: int) -> Consumer:
+    """Move ``consumer``'s checkpoint to ``position``; an older position changes nothing."""
+    _check_name(consumer)
+    if type(position) is not int or position < 0:
+        raise InvalidRequest(f"position is a nonnegative log position, not {position!r}")
+    with store.log.transaction("acknowledge") as cur:
+        current = _known(cur, consumer)
+        top = _end_of_log(cur)
+        if position > top:
+            raise InvalidRequest(
+                f"position {position} is beyond the end of the log ({top}); "
+                "acknowledge a position that completions() returned"
+            )
+        if position <= current.position:
+            return current
+        cur.execute("UPDATE consumer SET position = ? WHERE name = ?", (position, consumer))
+    _log.info("acknowledged", consumer=consumer, position=position)
+    return Consumer(consumer, position, current.registered_at)
+
+
+def _end_of_log(cur: Cursor) -> int:
+    """The highest position ever given out (evicted rows included: positions are never reused)."""
+    rows = cur.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def acknowledged_through(cur: Cursor) -> int | None:
+    """The lowest checkpoint of the registered consumers; None when there are none."""
+    value = cur.execute("SELECT min(position) FROM consumer").fetchall()[0][0]
+    return None if value is None else int(value)
+
+
+def unacknowledged_by(cur: Cursor, concluded_at: int) -> list[str]:
+    """The consumers that have not yet acknowledged a conclusion at ``concluded_at``."""
+    sql = "SELECT name FROM consumer WHERE position < ? ORDER BY name"
+    return [n for (n,) in cur.execute(sql, (concluded_at,))]
