@@ -7,6 +7,7 @@ logic lives in the packages it calls: ``recording`` (checks and the Run handle),
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import socket
@@ -18,6 +19,11 @@ from typing import Any, Literal
 
 from forkline_es import __version__
 from forkline_es._logging import get_logger
+from forkline_es.artifacts import sql as artifact_sql
+from forkline_es.artifacts import verify
+from forkline_es.artifacts.observations import MetricSummary
+from forkline_es.artifacts.store import ArtifactFiles
+from forkline_es.artifacts.verify import VerifyReport
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
 from forkline_es.log.connection import Connection, Cursor, Durability, open_connection
 from forkline_es.log.eventlog import EventLog
@@ -248,6 +254,25 @@ class Store:
         now: datetime | None = None,
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
+    # -- artifacts, metrics and verify (forkline_es.artifacts; docs/verify.md) ------------------
+
+    @functools.cached_property
+    def artifact_files(self) -> ArtifactFiles:
+        """Artifact content: ``<db>.artifacts/`` beside the file (a temporary folder for ":memory:")."""
+        return ArtifactFiles.for_database(self.path)
+
+    def metrics(self, workflow: str, name: str) -> MetricSummary | None:
+        """count, mean, min, max, p50, p95 of ``name`` over ``workflow``'s runs; None if never measured."""
+        return artifact_sql.metric_summary(self.conn.cursor(), workflow, name)
+
+    def verify_run(self, run_id: str) -> VerifyReport:
+        """Re-check the run's hash chain, payload values, artifact files and manifest; never repairs."""
+        return verify.verify_run(self, run_id)
+
+    def verify_all(self, progress: Callable[[int, int], None] | None = None) -> list[VerifyReport]:
+        """``verify_run`` for every run in the log, plus listed runs whose rows are all gone."""
+        return verify.verify_all(self, progress)
+
     ) -> retention.RetentionReport:
         """Evict and reduce completed runs as ``policy`` says; one transaction per run."""
         return retention.apply_retention(self, policy, now, dry_run, progress)

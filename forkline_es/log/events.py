@@ -155,6 +155,7 @@ class ManifestRecorded(Event, tag="manifest-recorded", frozen=True):
     digest: str
     unknown_fields: list[str] = []
     complete: bool = False
+    path: str | None = None  # manifest.json, relative to the store's artifact folder
 
 
 class Observed(Event, tag="observed", frozen=True):

@@ -14,6 +14,7 @@ __all__ = ["extra_projectors"]
 def extra_projectors() -> list[Projector]:
     """Fresh instances of every additional projector, in the order they fold."""
     # Imported here: compat imports the store, which imports this module.
+    from forkline_es.artifacts.projectors import projectors as artifact_projectors
     from forkline_es.compat.views import ForklineViews
 
-    return [ForklineViews()]
+    return [ForklineViews(), *artifact_projectors()]

@@ -8,10 +8,12 @@ Follow ``run.invoke(...)``: the arguments are checked against the cached ``RunSt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from forkline_es._logging import get_logger
+from forkline_es.artifacts import recording as _artifacts
+from forkline_es.artifacts.manifest import Manifest
 from forkline_es.errors import Conflict, InvalidRequest, RecordError
 from forkline_es.log.events import (
     ENTRY_KINDS,
@@ -318,6 +320,51 @@ class Run:
         )
         _log.info("concluded", run_id=self.id, status=status, generation=self.generation)
         return entry
+
+    # -- artifacts, manifest, observations (forkline_es.artifacts.recording) ---------------
+
+    @_logged_refusals
+    def add_artifact(
+        self,
+        source: _artifacts.Source,
+        kind: str,
+        content_type: str | None = None,
+        step: str | None = None,
+        name: str | None = None,
+        *,
+        key: str | None = None,
+    ) -> int:
+        """Store a file or bytes content-addressed beside the database; returns the event's seq.
+
+        ``name`` defaults to the file's basename (the digest for bytes); the same content
+        under the same name again returns the original seq, other content is a conflict.
+        """
+        return _artifacts.add_artifact(self, source, kind, content_type, step, name, key)
+
+    @_logged_refusals
+    def record_manifest(
+        self,
+        packages: Iterable[str] = (),
+        config: Any = None,
+        *,
+        key: str | None = None,
+        **facts: Any,
+    ) -> Manifest:
+        """Record the reproducibility manifest: captured facts plus ``facts``; see docs/verify.md."""
+        return _artifacts.record_manifest(self, packages, config, key, **facts)
+
+    @_logged_refusals
+    def observe(
+        self,
+        name: str,
+        value: int | float,
+        unit: str | None = None,
+        step: str | None = None,
+        *,
+        key: str | None = None,
+    ) -> int:
+        """Record a finite metric value, one per (name, step); returns the event's seq."""
+        return _artifacts.observe(self, name, value, unit, step, key)
 
     # -- the one append path ------------------------------------------------------------
 

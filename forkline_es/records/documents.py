@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
+from forkline_es.artifacts import sql as artifact_sql
 from forkline_es.log.connection import Cursor
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import REF, render_slots, render_step, render_summary
@@ -25,7 +26,11 @@ _step_dec: Final = msgspec.json.Decoder(type=list[Any])
 Values = dict[tuple[int, str], str]
 
 #: ``x-`` extensions of the document: name -> reader(cursor, run_id) -> value or None.
-EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {}
+EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {
+    "x-artifacts": artifact_sql.read_artifacts,
+    "x-manifest": artifact_sql.read_manifest,
+    "x-observations": artifact_sql.read_observations,
+}
 
 
 def resolve_slots(slots: dict[str, Any], values: Values) -> dict[str, Any]:

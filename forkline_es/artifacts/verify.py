@@ -1,0 +1,399 @@
+"""``verify``: re-check a run's history against itself and its files, and report every problem.
+
+What is checked, per run (docs/verify.md says what that proves):
+
+- the hash chain: seq consecutive from 1, each row's digest recomputed from its columns,
+  each ``prev`` equal to the previous row's digest;
+- every payload value still stored against the digest its event's slot records (a value
+  removed by retention is not a problem);
+- every artifact file: present, of the recorded size, with the recorded sha256;
+- the manifest: its digest recomputed from the recorded facts, and ``manifest.json`` on
+  disk byte for byte what the log says it is.
+
+Nothing is ever repaired: a problem is reported, with its kind and the seq of the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from forkline_es._logging import get_logger
+from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
+from forkline_es.artifacts.store import ArtifactFiles, file_checksum
+from forkline_es.errors import RunNotFound, RunNotRetained
+from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded
+from forkline_es.log.rows import LogRow, row_digest
+from forkline_es.values import canonical_json, sha256_digest
+
+if TYPE_CHECKING:
+    from forkline_es.store import Store
+
+__all__ = ["PROBLEM_KINDS", "Checksums", "Problem", "VerifyReport", "check_chain", "verify_all", "verify_run"]
+
+#: Every problem kind verify reports, and what it means.
+PROBLEM_KINDS: Final = {
+    "seq-gap": "a row is missing: seq is not consecutive from 1 (deleted or moved)",
+    "row-digest": "a row's digest does not match its columns (edited, or its seq was changed)",
+    "chain-link": "a row's prev is not the previous row's digest (a row before it was replaced)",
+    "body-undecodable": "a row's body is not an event this version understands",
+    "payload-digest": "a stored payload value does not match the digest its event records",
+    "payload-unexpected": "a payload value is stored for a slot its event does not hold as present",
+    "artifact-path": "an artifact's recorded path leaves the artifact folder",
+    "artifact-missing": "an artifact file is gone",
+    "artifact-size": "an artifact file has another size than recorded",
+    "artifact-checksum": "an artifact file has the recorded size but other content",
+    "manifest-digest": "the recorded manifest facts do not hash to the recorded digest",
+    "manifest-file-missing": "manifest.json is gone",
+    "manifest-file": "manifest.json differs from the manifest the log records",
+    "run-missing": "the projections list a run the log has no rows for (and no eviction)",
+}
+
+_log = get_logger("forkline_es.verify")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding: its ``kind`` (see PROBLEM_KINDS), where, what was expected and found."""
+
+    kind: str
+    seq: int | None
+    message: str
+    path: str | None = None
+    expected: Any = None
+    actual: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "seq": self.seq,
+            "path": self.path,
+            "expected": self.expected,
+            "actual": self.actual,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The outcome of verifying one run: ``ok`` when ``problems`` is empty."""
+
+    run_id: str
+    problems: tuple[Problem, ...] = ()
+    events: int = 0
+    artifacts: int = 0
+    manifests: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "ok": self.ok,
+            "events": self.events,
+            "artifacts": self.artifacts,
+            "manifests": self.manifests,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+@dataclass(slots=True)
+class Checksums:
+    """Checksums of files already read in this pass: shared content is hashed once."""
+
+    seen: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def of(self, files: ArtifactFiles, relative: str) -> tuple[int, str] | None:
+        known = self.seen.get(relative)
+        if known is not None:
+            return known
+        target = files.resolve(relative)
+        assert target is not None
+        try:
+            result = file_checksum(target)
+        except FileNotFoundError:
+            return None
+        self.seen[relative] = result
+        return result
+
+
+# -- the chain (pure) ---------------------------------------------------------------------
+
+
+def check_chain(rows: Iterable[LogRow]) -> Iterator[tuple[LogRow, list[Problem]]]:
+    """Walk one run's rows in seq order; yield each row with the chain problems found at it."""
+    expected_seq = 1
+    prev: str | None = None
+    for row in rows:
+        found: list[Problem] = []
+        if row.seq != expected_seq:
+            found.append(
+                Problem(
+                    "seq-gap",
+                    expected_seq,
+                    f"seq {expected_seq} is missing: the next row has seq {row.seq}",
+                    expected=expected_seq,
+                    actual=row.seq,
+                )
+            )
+        recomputed = row_digest(
+            row.run_id, row.seq, row.entry, row.generation, row.kind, row.at, row.key, row.prev, row.body
+        )
+        if recomputed != row.digest:
+            found.append(
+                Problem(
+                    "row-digest",
+                    row.seq,
+                    f"row seq {row.seq} was changed after it was written: its columns hash to "
+                    f"{recomputed}, it records {row.digest}",
+                    expected=row.digest,
+                    actual=recomputed,
+                )
+            )
+        if row.prev != prev:
+            found.append(
+                Problem(
+                    "chain-link",
+                    row.seq,
+                    f"row seq {row.seq} does not follow the row before it: prev is {row.prev}, "
+                    f"the previous row's digest is {prev}",
+                    expected=prev,
+                    actual=row.prev,
+                )
+            )
+        yield row, found
+        prev = row.digest
+        expected_seq = row.seq + 1
+
+
+# -- the per-event checks -------------------------------------------------------------------
+
+
+def _payload_problems(row: LogRow, event: EventBody, values: dict[str, str]) -> list[Problem]:
+    found: list[Problem] = []
+    slots = getattr(event, "slots", None) or {}
+    for slot, value in sorted(values.items()):
+        recorded = slots.get(slot)
+        if recorded is None or recorded.state != "present" or recorded.digest is None:
+            found.append(
+                Problem(
+                    "payload-unexpected",
+                    row.seq,
+                    f"a value is stored for slot {slot!r} of seq {row.seq}, which records no present value",
+                    path=slot,
+                )
+            )
+            continue
+        actual = sha256_digest(value.encode())
+        if actual != recorded.digest:
+            found.append(
+                Problem(
+                    "payload-digest",
+                    row.seq,
+                    f"the stored value of slot {slot!r} at seq {row.seq} does not match its recorded digest",
+                    path=slot,
+                    expected=recorded.digest,
+                    actual=actual,
+                )
+            )
+    return found
+
+
+def _artifact_problems(
+    seq: int, event: ArtifactAdded, files: ArtifactFiles, sums: Checksums
+) -> list[Problem]:
+    where = files.resolve(event.path)
+    if where is None:
+        return [
+            Problem(
+                "artifact-path",
+                seq,
+                f"artifact {event.name!r} points outside the artifact folder",
+                event.path,
+            )
+        ]
+    found = sums.of(files, event.path)
+    if found is None:
+        return [
+            Problem(
+                "artifact-missing",
+                seq,
+                f"artifact {event.name!r} (seq {seq}) is missing: no file at {where}",
+                event.path,
+                expected=event.sha256,
+            )
+        ]
+    size, digest = found
+    if size != event.size_bytes:
+        return [
+            Problem(
+                "artifact-size",
+                seq,
+                f"artifact {event.name!r} (seq {seq}) has {size} bytes, {event.size_bytes} were recorded",
+                event.path,
+                expected=event.size_bytes,
+                actual=size,
+            )
+        ]
+    if digest != event.sha256:
+        return [
+            Problem(
+                "artifact-checksum",
+                seq,
+                f"artifact {event.name!r} (seq {seq}) has other content than recorded",
+                event.path,
+                expected=event.sha256,
+                actual=digest,
+            )
+        ]
+    return []
+
+
+def _manifest_problems(run_id: str, seq: int, event: ManifestRecorded, files: ArtifactFiles) -> list[Problem]:
+    found: list[Problem] = []
+    actual = sha256_digest(canonical_json(event.facts))
+    if actual != event.digest:
+        found.append(
+            Problem(
+                "manifest-digest",
+                seq,
+                f"the manifest facts recorded at seq {seq} hash to {actual}, the run cites {event.digest}",
+                expected=event.digest,
+                actual=actual,
+            )
+        )
+    if event.path is None:
+        return found
+    where = files.resolve(event.path)
+    if where is None:
+        found.append(
+            Problem("artifact-path", seq, "manifest.json points outside the artifact folder", event.path)
+        )
+        return found
+    try:
+        on_disk = where.read_bytes()
+    except FileNotFoundError:
+        found.append(
+            Problem(
+                "manifest-file-missing", seq, f"manifest.json of seq {seq} is missing: {where}", event.path
+            )
+        )
+        return found
+    wanted = manifest_file_bytes(
+        run_id, Manifest(event.facts, event.digest, event.unknown_fields, event.complete)
+    )
+    if on_disk != wanted:
+        found.append(
+            Problem(
+                "manifest-file",
+                seq,
+                f"{where} differs from the manifest recorded at seq {seq}{_file_detail(on_disk, event)}",
+                event.path,
+                expected=sha256_digest(wanted),
+                actual=sha256_digest(on_disk),
+            )
+        )
+    return found
+
+
+def _file_detail(data: bytes, event: ManifestRecorded) -> str:
+    try:
+        doc = msgspec.json.decode(data)
+        facts = doc["facts"]
+        digest = sha256_digest(canonical_json(facts))
+    except Exception:
+        return " (it is not a manifest document)"
+    if digest != event.digest:
+        return f" (its facts hash to {digest}, the run cites {event.digest})"
+    return " (same facts, other bytes)"
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+def _run_payloads(cur: Any, run_id: str) -> dict[int, dict[str, str]]:
+    out: dict[int, dict[str, str]] = {}
+    for position, slot, value in cur.execute(
+        "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
+        "WHERE l.run_id = ?",
+        (run_id,),
+    ):
+        out.setdefault(position, {})[slot] = value
+    return out
+
+
+def verify_run(store: Store, run_id: str, sums: Checksums | None = None) -> VerifyReport:
+    """Verify one run; refuses a run that is unknown (run-not-found) or evicted."""
+    sums = sums if sums is not None else Checksums()
+    files = store.artifact_files
+    problems: list[Problem] = []
+    events = artifacts = manifests = 0
+    to_check: list[tuple[int, ArtifactAdded | ManifestRecorded]] = []
+    with store.log.snapshot() as cur:
+        payloads = _run_payloads(cur, run_id)
+        for row, found in check_chain(store.log.read_run(run_id, cur)):
+            events += 1
+            problems.extend(found)
+            try:
+                event = row.event()
+            except msgspec.DecodeError as e:
+                if not found:
+                    problems.append(Problem("body-undecodable", row.seq, f"seq {row.seq}: {e}"))
+                continue
+            problems.extend(_payload_problems(row, event, payloads.get(row.position, {})))
+            if isinstance(event, ArtifactAdded | ManifestRecorded):
+                to_check.append((row.seq, event))
+        if events == 0:
+            evicted = store.log.eviction(run_id, cur)
+            if evicted is not None:
+                raise RunNotRetained(
+                    f"run {run_id!r} was evicted at {evicted[0]}; there is nothing to verify"
+                )
+            if store.projections.persist.load_summary(cur, run_id) is None:
+                raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs")
+            problems.append(_missing(run_id))
+    for seq, event in to_check:  # files are read outside the read transaction
+        if isinstance(event, ArtifactAdded):
+            artifacts += 1
+            problems.extend(_artifact_problems(seq, event, files, sums))
+        else:
+            manifests += 1
+            problems.extend(_manifest_problems(run_id, seq, event, files))
+    report = VerifyReport(run_id, tuple(problems), events, artifacts, manifests)
+    _log.info("verified", run_id=run_id, ok=report.ok, problems=len(problems), events=events)
+    return report
+
+
+def _missing(run_id: str) -> Problem:
+    return Problem("run-missing", None, f"run {run_id!r} is listed but the log holds none of its rows")
+
+
+def verify_all(store: Store, progress: Callable[[int, int], None] | None = None) -> list[VerifyReport]:
+    """Verify every run the log holds, and flag listed runs whose rows are all gone."""
+    with store.log.snapshot() as cur:
+        in_log = [r for (r,) in cur.execute("SELECT DISTINCT run_id FROM log ORDER BY run_id")]
+        listed = {
+            r
+            for (r,) in cur.execute(
+                "SELECT run_id FROM run_summary AS s WHERE NOT EXISTS "
+                "(SELECT 1 FROM log AS l WHERE l.run_id = s.run_id) "
+                "AND NOT EXISTS (SELECT 1 FROM eviction AS e WHERE e.run_id = s.run_id)"
+            )
+        }
+    sums = Checksums()
+    reports: list[VerifyReport] = []
+    total = len(in_log) + len(listed)
+    for done, run_id in enumerate(in_log, 1):
+        reports.append(verify_run(store, run_id, sums))
+        if progress is not None:
+            progress(done, total)
+    for run_id in sorted(listed):
+        reports.append(VerifyReport(run_id, (_missing(run_id),)))
+        if progress is not None:
+            progress(len(reports), total)
+    return reports
