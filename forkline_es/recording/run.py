@@ -457,7 +457,14 @@ class Run:
         return True
 
     def _adopt_own_commit(self, row: NewRow, event: EventBody, body: bytes) -> bool:
-        """After a seq clash: was it our own commit whose acknowledgement was lost?"""
+        """After a seq clash: is the row there this very call (same key, same body)?
+
+        Then the history holds what we meant and nothing forks: fold it in. A recovery is
+        the exception: it is the fencing token, so another handle's recovery (even an
+        identical one) fences us; our own lost one is found by ``_adopt_unacked``.
+        """
+        if isinstance(event, Recovered):
+            return False
         stored = self._store._log_row(row.run_id, row.seq)
         if stored is None or stored.key != row.key:
             return False

@@ -4,8 +4,8 @@
 entries of every unfinished step, then record steps forever, printing ``kind entry``
 for each acknowledged call (flushed) so the parent knows what returned before a kill.
 
-``python _worker.py recover DB RUN``: resume RUN, recover with nothing superseded,
-print the new generation.
+``python _worker.py recover DB RUN [START_AT]``: resume RUN, wait until the epoch time
+START_AT, recover with nothing superseded; print the generation resumed and the new one.
 
 ``python _worker.py writer DB N STEPS``: record STEPS steps in its own run ``own-N``
 and STEPS steps in the shared run ``shared``, retrying a conflict with a fresh handle;
@@ -15,6 +15,7 @@ print ``own|shared path`` per ended step.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 from helpers import ARTIFACT, unfinished_entries  # this script's folder is on sys.path
@@ -45,9 +46,12 @@ def crash(db: str, run_id: str) -> None:
         i += 1
 
 
-def recover(db: str, run_id: str) -> None:
+def recover(db: str, run_id: str, start_at: float) -> None:
     with fe.Store.open(db) as store:
-        ack(store.resume_run(run_id).recover([]))
+        run = store.resume_run(run_id)
+        ack("resumed", run.generation)
+        time.sleep(max(0.0, start_at - time.time()))  # every process resumed before any recovers
+        ack("recovered", run.recover([]))
 
 
 def _with_retry(store: fe.Store, run_id: str, handle: list[fe.Run], call: Any) -> int:
@@ -81,6 +85,6 @@ if __name__ == "__main__":
     if command == "crash":
         crash(db, arg)
     elif command == "recover":
-        recover(db, arg)
+        recover(db, arg, float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     else:
         writer(db, int(arg), int(sys.argv[4]))
