@@ -78,7 +78,8 @@ def _rows(n: int) -> list[NewRow]:
 
 
 def _values(r: NewRow) -> tuple[Any, ...]:
-    return (r.run_id, r.seq, r.entry, r.generation, r.kind, r.at, r.key, r.body, r.digest, r.prev)
+    """The column values the log stores (the body as TEXT, as ``EventLog`` writes it)."""
+    return (r.run_id, r.seq, r.entry, r.generation, r.kind, r.at, r.key, r.body.decode(), r.digest, r.prev)
 
 
 def _raw_connection(path: Path, durability: Durability) -> Any:

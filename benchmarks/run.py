@@ -12,6 +12,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -54,14 +55,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no benchmark module matched", file=sys.stderr)
         return 2
     rows: list[Row] = []
+    failed: list[str] = []
     with workdir(args.dir) as where:
         env = environment(where.parent)
         for name, fn in modules:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             sub = where / name
             sub.mkdir()
-            rows.extend(fn(args.quick, sub))
+            try:
+                rows.extend(fn(args.quick, sub))
+            except Exception:  # one broken module must not hide the others' figures
+                traceback.print_exc()
+                failed.append(name)
     print(format_table(rows, env, markdown=args.markdown))
+    if failed:
+        print(f"\nfailed: {', '.join(failed)} (traceback above)", file=sys.stderr)
+        return 1
     return 0
 
 
