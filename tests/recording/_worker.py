@@ -54,12 +54,16 @@ def recover(db: str, run_id: str, start_at: float) -> None:
         ack("recovered", run.recover([]))
 
 
+CONFLICTS = [0]
+
+
 def _with_retry(store: fe.Store, run_id: str, handle: list[fe.Run], call: Any) -> int:
     """Call on the handle; on conflict take a fresh handle and call again (idempotent)."""
     while True:
         try:
             return int(call(handle[0]))
         except fe.Conflict:
+            CONFLICTS[0] += 1
             handle[0] = store.resume_run(run_id)
 
 
@@ -78,6 +82,7 @@ def writer(db: str, n: int, steps: int) -> None:
             _with_retry(store, "shared", shared, lambda r, p=path, i=i: r.begin_step(p, arguments=i))
             _with_retry(store, "shared", shared, lambda r, p=path: r.end_step(p, "succeeded"))
             ack("shared", path)
+    print("conflicts", CONFLICTS[0], file=sys.stderr)
 
 
 if __name__ == "__main__":
