@@ -1,19 +1,79 @@
-"""`forkline-es demo`: record the sample workflow with the bundled executor."""
+"""`forkline-es demo`: record the sample workflow with the bundled executor, say what to try next."""
 
 from __future__ import annotations
 
+import shlex
+from typing import Any
+
 import click
 
-from forkline_es.cli._common import db_option
+from forkline_es.cli._common import db_option, echo_json, json_option, open_for_write, print_table, refusals
+from forkline_es.demo.workflow import children, demo_ids, record_demo
+from forkline_es.store import Store
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "next_commands"]
+
+_NOTES = {
+    "first": "crashed in `summarize`, resumed in generation 1; `fetch/1` failed once and was retried; "
+    "`publish` timed out (ambiguous) and was retried; `notify` has a sensitive argument",
+    "dry-run": "a dry run: nothing dispatched, results partial (suppressed paths)",
+    "held": "waits at step `approve` for a person (approval-required)",
+    "replay": "replays demo-first with another model: diverges at `summarize`",
+}
+
+
+def next_commands(ids: dict[str, str], db: str) -> list[str]:
+    """The commands the demo suggests, with ``--db`` when it is not the default."""
+    first, replay = ids["first"], ids["replay"]
+    commands = [
+        ["runs"],
+        ["show", first, "--timeline"],
+        ["step", first, "summarize"],
+        ["diff", first, replay],
+        ["verify", first],
+        ["rebuild", "--check"],
+    ]
+    extra = [] if db == "runs.db" else ["--db", db]
+    return [shlex.join(["forkline-es", *c, *extra]) for c in commands]
+
+
+def _rows(store: Store, ids: dict[str, str]) -> list[dict[str, Any]]:
+    summaries = {s["id"]: s for s in store.list_runs()}
+    rows = []
+    for label, run_id in ids.items():
+        note = _NOTES[label].replace("demo-first", ids["first"])
+        rows.append({**summaries[run_id], "label": label, "shows": note})
+        for child in children(store, run_id):
+            rows.append({**summaries[child], "label": f"{label}/child", "shows": f"child run of {run_id}"})
+    return rows
 
 
 @click.command()
 @db_option
-def demo(db: str) -> None:
-    """Record a sample run into DB."""
-    click.echo(f"forkline-es demo: nothing recorded yet into {db} (the demo executor is not built yet).")
+@json_option
+def demo(db: str, as_json: bool) -> None:
+    """Record the sample workflow into DB with the bundled executor.
+
+    The demo's runs show a crash and its recovery, retries, an ambiguous dispatch, a
+    child run, a dry run, a held run, a sensitive argument and a replay that diverges.
+    Running it again finds the runs already there and records nothing new.
+    """
+    with open_for_write(db) as store, refusals():
+        ids, present = demo_ids(store)
+        if not present:
+            record_demo(store, ids)
+        rows = _rows(store, ids)
+    commands = next_commands(ids, db)
+    if as_json:
+        echo_json({"db": db, "recorded": not present, "runs": rows, "next": commands})
+        return
+    said = "recorded the demo into" if not present else "the demo's runs are already in"
+    click.echo(f"forkline-es demo: {said} {db}\n")
+    columns = ("run", "workflow", "status", "what it shows")
+    print_table(None, columns, [(r["id"], r["workflow"], r["status"], r["shows"]) for r in rows])
+    click.echo("\nNext, try:")
+    for command in commands:
+        click.echo(f"  {command}")
 
 
 COMMANDS: list[click.Command] = [demo]

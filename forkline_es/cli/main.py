@@ -2,18 +2,56 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import click
 
 from forkline_es import __version__
 from forkline_es.cli import demo, records, replay, retention, verify
 
-__all__ = ["main"]
+__all__ = ["SECTIONS", "main"]
+
+#: How ``forkline-es --help`` groups the commands, in this order; others go under "Other".
+SECTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "Record": ("demo",),
+    "Inspect": ("runs", "show", "step", "log", "export"),
+    "Compare and check": ("diff", "verify"),
+    "Maintain": ("rebuild", "retention", "evict", "gc"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class SectionedGroup(click.Group):
+    """A group whose help lists commands by task rather than alphabetically."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        commands = {
+            name: cmd
+            for name in self.list_commands(ctx)
+            if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden
+        }
+        placed = {name for names in SECTIONS.values() for name in names}
+        sections = [*SECTIONS.items(), ("Other", tuple(n for n in commands if n not in placed))]
+        limit = formatter.width - 6 - max((len(n) for n in commands), default=0)
+        for title, names in sections:
+            rows = [(n, commands[n].get_short_help_str(limit)) for n in names if n in commands]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+@click.group(
+    cls=SectionedGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="New here? `forkline-es demo` records sample runs into runs.db; it then prints what to try.",
+)
 @click.version_option(__version__, prog_name="forkline-es")
 def main() -> None:
-    """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log."""
+    """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log.
+
+    Every command takes --db PATH (default runs.db); read commands take --json. Exit
+    status: 0 success, 1 a check found a difference or a mismatch, 2 a usage error or a
+    refusal (its code is printed).
+    """
 
 
 for _module in (demo, records, retention, replay, verify):

@@ -80,11 +80,13 @@ class Executor:
         return ex
 
     @classmethod
-    def replay(cls, store: fe.Store, original: str, actions: dict[str, Action]) -> tuple[Executor, Any]:
+    def replay(
+        cls, store: fe.Store, original: str, actions: dict[str, Action], **start: Any
+    ) -> tuple[Executor, Any]:
         """Run a recorded run again as its successor, numbering attempts as the original did."""
         record = store.get_run_record(original)
         inputs = fe.decode_value(record["payloads"]["inputs"]["value"])
-        ex = cls.start(store, record["run"]["workflow"], actions, inputs, predecessor=original)
+        ex = cls.start(store, record["run"]["workflow"], actions, inputs, predecessor=original, **start)
         for _, path, entry in active_entries(record):
             if entry["kind"] == "invoke":
                 ex.attempts.setdefault(path, entry["attempt"] - 1)

@@ -4,7 +4,7 @@
 publishes a report and notifies a channel. The actions are simulated in-process (no
 network): one page fails once, the publish times out once, and the first summarize call
 "crashes the process". ``record_demo`` runs the workflow through every situation a run
-record has to tell about, and returns the ids of the runs it recorded.
+record has to tell about, under readable ids (``demo-first``, ``demo-replay``, ...).
 """
 
 from __future__ import annotations
@@ -16,7 +16,17 @@ from typing import Any
 import forkline_es as fe
 from forkline_es.demo.executor import Action, ActionFailed, Ambiguous, Executor, Held
 
-__all__ = ["WORKFLOW", "Crash", "record_demo", "report", "sample_actions", "translate"]
+__all__ = [
+    "LABELS",
+    "WORKFLOW",
+    "Crash",
+    "children",
+    "demo_ids",
+    "record_demo",
+    "report",
+    "sample_actions",
+    "translate",
+]
 
 WORKFLOW = "demo/report"
 CHILD_WORKFLOW = "demo/translate"
@@ -85,14 +95,31 @@ def sample_actions(model: str = "demo-model-1", crash: bool = False) -> dict[str
     }
 
 
-def record_demo(store: fe.Store) -> dict[str, str]:
-    """Record the demo's runs into ``store``; returns label -> run id, in recording order."""
-    runs: dict[str, str] = {}
+LABELS = ("first", "dry-run", "held", "replay")
+
+
+def demo_ids(store: fe.Store) -> tuple[dict[str, str], bool]:
+    """Readable ids for the demo's runs, and whether the store already holds them all.
+
+    ``demo-first``, ``demo-replay``, ... the first time; when some of those ids are taken
+    (an interrupted demo, or evicted runs, whose ids are never reused) ``demo-first-2``, ...
+    """
+    n = 1
+    while True:
+        ids = {label: f"demo-{label}" + (f"-{n}" if n > 1 else "") for label in LABELS}
+        known = [_known(store, run_id) for run_id in ids.values()]
+        if all(known) or not any(known):
+            return ids, all(known)
+        n += 1
+
+
+def record_demo(store: fe.Store, ids: dict[str, str]) -> dict[str, str]:
+    """Record the demo's runs under ``ids``; returns label -> run id, children included."""
+    runs = dict(ids)
 
     # 1. The first run crashes in the middle of `summarize`; a new process resumes it.
     actions = sample_actions(crash=True)
-    ex = Executor.start(store, WORKFLOW, actions, INPUTS, name="Daily report")
-    runs["first"] = ex.run.id
+    ex = Executor.start(store, WORKFLOW, actions, INPUTS, name="Daily report", run_id=ids["first"])
     record_manifest = getattr(ex.run, "record_manifest", None)
     if record_manifest is not None:
         record_manifest(model="demo-model-1", temperature=0.0)
@@ -100,28 +127,36 @@ def record_demo(store: fe.Store) -> dict[str, str]:
         ex.execute(report, INPUTS)
     except Crash:
         del ex  # the handle dies with the process; only the log remains
-    Executor.resume(store, runs["first"], actions).execute(report, INPUTS)
-    runs["child"] = _child_of(store, runs["first"])
+    Executor.resume(store, ids["first"], actions).execute(report, INPUTS)
 
     # 2. A dry run: nothing is dispatched, results are partial.
-    dry = Executor.start(store, WORKFLOW, sample_actions(), INPUTS, dry_run=True)
+    dry = Executor.start(store, WORKFLOW, sample_actions(), INPUTS, dry_run=True, run_id=ids["dry-run"])
     dry.execute(report, INPUTS)
-    runs["dry-run"] = dry.run.id
 
     # 3. A run that waits for a person's approval: it stays held.
     held_inputs = {**INPUTS, "approval": "required"}
-    held = Executor.start(store, WORKFLOW, sample_actions(), held_inputs)
+    held = Executor.start(store, WORKFLOW, sample_actions(), held_inputs, run_id=ids["held"])
     held.execute(report, held_inputs)
-    runs["held"] = held.run.id
 
     # 4. A replay of the first run with a newer model: it diverges at `summarize`.
-    replay, inputs = Executor.replay(store, runs["first"], sample_actions(model="demo-model-2"))
+    actions = sample_actions(model="demo-model-2")
+    replay, inputs = Executor.replay(store, ids["first"], actions, run_id=ids["replay"])
     replay.execute(report, inputs)
-    runs["replay"] = replay.run.id
     return runs
 
 
-def _child_of(store: fe.Store, run_id: str) -> str:
+def children(store: fe.Store, run_id: str) -> list[str]:
+    """The ids of the child runs the run started, in order."""
     record = store.get_run_record(run_id)
-    children = [e["child"] for e in record["entries"] if e["kind"] == "child"]
-    return str(children[-1])
+    return [str(e["child"]) for e in record["entries"] if e["kind"] == "child"]
+
+
+def _known(store: fe.Store, run_id: str) -> bool:
+    """Whether the id is taken: by a run in the store, or by one that was evicted."""
+    try:
+        store.get_run_record(run_id)
+    except fe.RunNotRetained:
+        return True
+    except fe.RunNotFound:
+        return False
+    return True
