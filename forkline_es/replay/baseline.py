@@ -1,0 +1,95 @@
+"""Golden baselines: a run record document with what varies between runs left out.
+
+What is left out is chosen by *position in the document structure*, never by looking at
+field names inside user payload values:
+
+- ``run.id``, ``run.started_at``, ``run.parent``, ``run.predecessor``, ``run.generation``;
+- ``generation`` of every step record (``steps.*`` and ``entries[].step``) and entry;
+- every top-level ``x-`` extension (executor annotations, host environment facts);
+- ``entries[].child`` (a run id) is replaced by the child run's own baseline, recursively,
+  so a baseline pins the structure of the whole call tree (dropped when the child run is
+  no longer readable).
+
+The host environment recorded at start never reaches the document, so nothing to drop.
+A baseline carries ``"x-baseline": 1`` so tools can tell it from a full export. It is
+still a valid input to ``diff_documents``: the diff ignores the same things.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from forkline_es.errors import InvalidRequest, RecordError
+from forkline_es.replay.diff import MAX_CHILD_DEPTH, Resolve
+from forkline_es.values import canonical_json
+
+if TYPE_CHECKING:
+    from forkline_es.store import Store
+
+__all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "load_baseline"]
+
+#: The member that marks a baseline document, and its format version.
+BASELINE_MARK: Final = "x-baseline"
+
+_RUN_VARIES: Final = ("id", "started_at", "parent", "predecessor", "generation")
+
+
+def _without_generation(step: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in step.items() if k != "generation"}
+
+
+def baseline_document(
+    document: Mapping[str, Any], resolve: Resolve | None = None, *, _depth: int = 0
+) -> dict[str, Any]:
+    """The baseline of a run record document (see the module docstring for the rule)."""
+    out: dict[str, Any] = {k: v for k, v in document.items() if not k.startswith("x-")}
+    out["run"] = {k: v for k, v in (document.get("run") or {}).items() if k not in _RUN_VARIES}
+    out["steps"] = {p: _without_generation(s) for p, s in (document.get("steps") or {}).items()}
+    entries: list[dict[str, Any]] = []
+    for entry in document.get("entries") or []:
+        e = {k: v for k, v in entry.items() if k != "generation"}
+        if isinstance(e.get("step"), Mapping):
+            e["step"] = _without_generation(e["step"])
+        if e.get("kind") == "child":
+            e.pop("child", None)
+            child = entry.get("child")
+            if isinstance(child, Mapping):
+                e["child"] = child  # already a baseline
+            elif isinstance(child, str) and resolve is not None and _depth < MAX_CHILD_DEPTH:
+                with suppress(RecordError):  # an evicted child: its structure is not pinned
+                    e["child"] = baseline_document(resolve(child), resolve, _depth=_depth + 1)
+        entries.append(e)
+    out["entries"] = entries
+    out[BASELINE_MARK] = 1
+    return out
+
+
+def export_baseline(store: Store, run_id: str) -> bytes:
+    """Canonical JSON bytes of the run's baseline, child runs read from the same store."""
+    return canonical_json(baseline_document(store.get_run_record(run_id), store.get_run_record))
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """Read a baseline (or a full export) from ``path``; a bad file is an ``InvalidRequest``."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise InvalidRequest(
+            f"cannot read baseline {str(path)!r} ({e.strerror}); record it with "
+            "`forkline-es export RUN --baseline > FILE`"
+        ) from None
+    try:
+        document = msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
+        raise InvalidRequest(f"baseline {str(path)!r} is not JSON: {e}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("entries"), list):
+        raise InvalidRequest(
+            f"baseline {str(path)!r} is not a run record document (no `entries` list); "
+            "record it with `forkline-es export RUN --baseline > FILE`"
+        )
+    return document

@@ -1,0 +1,78 @@
+"""The entries a diff considers, their alignment keys, and what of them is compared.
+
+A run's *active entries* are its ordered record entries minus the superseded ones (those
+listed in any recovery entry's ``supersedes``) and minus the recovery entries themselves,
+which only record a generation transition. Each active entry gets an alignment key
+``(kind, path, attempt, phase, n)``; ``n`` counts earlier active entries with the same
+first four parts, so keys are unique within a run and the nth retry of a key pairs with
+the nth on the other side.
+
+What varies between two faithful executions of the same work is left out of the
+comparison by position in the document, never by a field name inside a user value:
+``seq`` and ``generation`` of every entry, ``step.generation``, and the child run id of a
+``child`` entry (compared by the child's own record instead, see ``diff``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["Key", "active_entries", "comparable", "entry_path", "key_of", "keys_of"]
+
+#: (entry kind, step path or "", attempt or 0, step status or "", occurrence number)
+Key = tuple[str, str, int, str, int]
+
+
+def active_entries(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The document's entries still in consideration, in recorded order."""
+    entries: list[dict[str, Any]] = list(document.get("entries") or [])
+    superseded: set[int] = set()
+    for entry in entries:
+        if entry.get("kind") == "recovery":
+            superseded.update(entry.get("supersedes") or [])
+    return [e for e in entries if e.get("kind") != "recovery" and e.get("seq") not in superseded]
+
+
+def _base_key(entry: Mapping[str, Any]) -> tuple[str, str, int, str]:
+    kind = str(entry.get("kind"))
+    if kind == "step":
+        step = entry.get("step") or {}
+        return (kind, str(step.get("path", "")), 0, str(step.get("status", "")))
+    return (kind, str(entry.get("path") or ""), int(entry.get("attempt") or 0), "")
+
+
+def keys_of(entries: Iterable[Mapping[str, Any]]) -> list[Key]:
+    """Alignment keys of ``entries`` (active entries in order), unique by construction."""
+    seen: dict[tuple[str, str, int, str], int] = {}
+    keys: list[Key] = []
+    for entry in entries:
+        base = _base_key(entry)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        keys.append((*base, n))
+    return keys
+
+
+def key_of(entry: Mapping[str, Any], n: int = 0) -> Key:
+    """The key of one entry that is the ``n``th of its kind, path, attempt and phase."""
+    return (*_base_key(entry), n)
+
+
+def entry_path(entry: Mapping[str, Any]) -> str | None:
+    """The step path an entry is about; None for start and conclude without a path."""
+    if entry.get("kind") == "step":
+        return (entry.get("step") or {}).get("path")
+    path = entry.get("path")
+    return path if isinstance(path, str) else None
+
+
+def comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry without what varies between runs (seq, generations, child run id)."""
+    out = {k: v for k, v in entry.items() if k not in ("seq", "generation")}
+    if out.get("kind") == "child":
+        out.pop("child", None)
+    step = out.get("step")
+    if isinstance(step, dict):
+        out["step"] = {k: v for k, v in step.items() if k != "generation"}
+    return out

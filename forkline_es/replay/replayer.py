@@ -1,0 +1,404 @@
+"""The replay guard: serve recorded results to a re-executing executor, stop at the first
+call that differs from the record.
+
+The executor makes the same calls it makes on a ``Run`` (``begin_step``, ``invoke``,
+``end_step``, ``child``, ``conclude``), on the Replayer instead. Each call is turned into
+the entry it would record and compared with the next active entry of the original, in
+recorded order, with the same comparison ``diff_documents`` uses. ``invoke`` returns the
+recorded result of that (path, attempt); the recorded ``result`` entry is consumed in its
+original position. With ``record=True`` the replay is recorded as a successor run
+(``predecessor`` set), including the offending call, so ``diff_runs(original, successor)``
+reports the same first divergence as the guard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from forkline_es._logging import get_logger
+from forkline_es.errors import DeterminismViolation, RecordError
+from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
+from forkline_es.recording.payloads import SLOT_CLASS
+from forkline_es.recording.state import check_branch
+from forkline_es.replay.align import DEFAULT_WINDOW
+from forkline_es.replay.diff import Change, Divergence, compare_entries
+from forkline_es.replay.entries import active_entries, entry_path, key_of, keys_of
+from forkline_es.values import decode_value, encode_value
+
+if TYPE_CHECKING:
+    from forkline_es.recording.run import Run
+    from forkline_es.store import Store
+
+__all__ = ["Recorded", "Replayer"]
+
+_log = get_logger("forkline_es.replay")
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The recorded outcome of one attempt; ``result``/``details`` are MISSING when unavailable."""
+
+    path: str
+    attempt: int
+    dispatch: str | None
+    code: str | None
+    result: Any
+    details: Any
+
+
+def _slot(name: str, arg: Any, is_sensitive: Any) -> dict[str, Any] | None:
+    """The slot a recorder call with ``arg`` would show in the document."""
+    if arg is MISSING:
+        return None
+    slot: dict[str, Any] = {"class": SLOT_CLASS[name]}
+    if isinstance(arg, Partial):
+        slot["suppressed"] = [list(p) for p in arg.suppressed]
+        arg = arg.value
+    if arg is NOT_RECORDED:
+        slot["state"] = "not-recorded"
+    elif isinstance(arg, Sensitive) or (is_sensitive is not None and is_sensitive(arg)):
+        slot["state"] = "withheld"
+    else:
+        slot["state"] = "present"
+        slot["value"] = encode_value(arg)
+    return slot
+
+
+def _arg(slot: Mapping[str, Any] | None) -> Any:
+    """The recorder argument that reproduces a recorded slot (removed -> not-recorded)."""
+    if slot is None:
+        return MISSING
+    state = slot.get("state")
+    value: Any
+    if state == "present":
+        value = decode_value(slot["value"])
+    elif state == "withheld":
+        value = Sensitive(None)
+    else:
+        value = NOT_RECORDED
+    suppressed = slot.get("suppressed")
+    return Partial(value, suppressed) if suppressed and value is not NOT_RECORDED else value
+
+
+def _value(slot: Mapping[str, Any] | None) -> Any:
+    if slot is None or slot.get("state") != "present":
+        return MISSING
+    return decode_value(slot["value"])
+
+
+@dataclass(slots=True)
+class _Step:
+    """The replayed step view, folded like projections.steps so step entries compare exactly."""
+
+    path: str
+    status: str = "active"
+    outcome: str | None = None
+    code: str | None = None
+    branch: dict[str, Any] | None = None
+    slots: dict[str, Any] | None = None
+
+    def render(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "path": self.path,
+            "status": self.status,
+            "payloads": dict(self.slots or {}),
+        }
+        if self.status == "ended":
+            record["outcome"] = self.outcome
+        if self.code is not None:
+            record["code"] = self.code
+        if self.branch is not None:
+            record["branch"] = self.branch
+        return record
+
+
+class Replayer:
+    """Guard a replay of ``run_id``: see the module docstring.
+
+    Use as a context manager (``finish`` runs on a clean exit) or call ``finish()`` when
+    the executor is done; a record with entries left over is a ``missing-step``.
+    """
+
+    def __init__(
+        self, store: Store, run_id: str, *, record: bool = False, window: int = DEFAULT_WINDOW
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.window = window
+        document = store.get_run_record(run_id)
+        self._entries = active_entries(document)
+        self._keys = keys_of(self._entries)
+        self._index = {k: i for i, k in enumerate(self._keys)}
+        self._done = [False] * len(self._entries)
+        self._served: set[int] = set()
+        self._seen: dict[tuple[str, str, int, str], int] = {}
+        self._steps: dict[str, _Step] = {}
+        self._at = 0
+        self.run: Run | None = None
+        if self._entries and self._entries[0].get("kind") == "start":
+            self._consume(self._entries[0], self._at)
+        if record:
+            self.run = self._start_successor(document)
+
+    # -- the executor's calls ------------------------------------------------------------
+
+    def begin_step(self, path: str, arguments: Any = MISSING) -> None:
+        step = self._steps.get(path) or _Step(path)
+        slots = self._slots(arguments=arguments)
+        after = _Step(
+            path, step.status, step.outcome, step.code, step.branch, {**(step.slots or {}), **slots}
+        )
+        self._check({"kind": "step", "step": after.render()}, lambda run: run.begin_step(path, arguments))
+        self._steps[path] = after
+
+    def invoke(
+        self,
+        path: str,
+        attempt: int,
+        operation: str,
+        artifact: str,
+        arguments: Any = MISSING,
+        dispatch: str | None = None,
+    ) -> Any:
+        """The recorded result value of (path, attempt), decoded; MISSING when unavailable."""
+        return self.invoke_recorded(path, attempt, operation, artifact, arguments, dispatch).result
+
+    def invoke_recorded(
+        self,
+        path: str,
+        attempt: int,
+        operation: str,
+        artifact: str,
+        arguments: Any = MISSING,
+        dispatch: str | None = None,
+    ) -> Recorded:
+        """Like ``invoke``, with the recorded dispatch, code and details as well.
+
+        ``dispatch`` defaults to the recorded one, since a replay does not dispatch.
+        """
+        expected = self._expected()
+        if dispatch is None:
+            same = expected is not None and expected.get("kind") == "invoke" and expected.get("path") == path
+            dispatch = str(expected.get("dispatch")) if same and expected is not None else "ambiguous"
+        actual: dict[str, Any] = {
+            "kind": "invoke",
+            "path": path,
+            "attempt": attempt,
+            "operation": operation,
+            "artifact": artifact,
+            "dispatch": dispatch,
+        }
+        slots = self._slots(arguments=arguments)
+        if slots:
+            actual["payloads"] = slots
+        chosen = dispatch
+        at = self._check(
+            actual, lambda run: run.invoke(path, attempt, operation, artifact, chosen, arguments)
+        )
+        step = self._steps.get(path) or _Step(path)
+        kept = {k: v for k, v in (step.slots or {}).items() if k not in ("result", "details")}
+        step.slots, step.code = {**kept, **slots}, None
+        self._steps[path] = step
+        n = self._keys[at][4]
+        found = self._index.get(("result", path, attempt, "", n))
+        if found is None or found < at:
+            return Recorded(path, attempt, None, None, MISSING, MISSING)
+        self._served.add(found)
+        entry = self._entries[found]
+        payloads = entry.get("payloads") or {}
+        return Recorded(
+            path,
+            attempt,
+            entry.get("dispatch"),
+            entry.get("code"),
+            _value(payloads.get("result")),
+            _value(payloads.get("details")),
+        )
+
+    def end_step(
+        self,
+        path: str,
+        outcome: str,
+        code: str | None = None,
+        branch: Any = None,
+        result: Any = MISSING,
+        details: Any = MISSING,
+        binding: Any = MISSING,
+        event: Any = MISSING,
+    ) -> None:
+        step = self._steps.get(path) or _Step(path)
+        slots = self._slots(result=result, details=details, binding=binding, event=event)
+        after = _Step(
+            path,
+            "ended",
+            outcome,
+            code if code is not None else step.code,
+            check_branch(branch),
+            {**(step.slots or {}), **slots},
+        )
+        self._check(
+            {"kind": "step", "step": after.render()},
+            lambda run: run.end_step(path, outcome, code, branch, result, details, binding, event),
+        )
+        self._steps[path] = after
+
+    def child(self, path: str, child_run_id: str) -> None:
+        """A child run started; compared by path here (``diff_runs`` compares its record)."""
+        self._check(
+            {"kind": "child", "path": path, "child": child_run_id},
+            lambda run: run.child(path, child_run_id),
+        )
+        self._steps.setdefault(path, _Step(path))
+
+    def conclude(
+        self,
+        status: str,
+        path: str | None = None,
+        code: str | None = None,
+        reason: str | None = None,
+        outputs: Any = MISSING,
+    ) -> None:
+        actual: dict[str, Any] = {"kind": "conclude", "status": status}
+        for member, value in (("path", path), ("code", code), ("reason", reason)):
+            if value is not None:
+                actual[member] = value
+        slots = self._slots(outputs=outputs)
+        if slots:
+            actual["payloads"] = slots
+        self._check(actual, lambda run: run.conclude(status, path, code, reason, outputs))
+
+    def finish(self) -> None:
+        """Check that the replay made every recorded call; else a ``missing-step``."""
+        self._flush()
+        expected = self._expected()
+        if expected is not None:
+            self._violate("missing-step", expected, None, [("", expected, None)])
+
+    def __enter__(self) -> Replayer:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if t is None:
+            self.finish()
+
+    # -- the cursor ----------------------------------------------------------------------
+
+    def _slots(self, **args: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, arg in args.items():
+            slot = _slot(name, arg, self.store.is_sensitive)
+            if slot is not None:
+                out[name] = slot
+        return out
+
+    def _start_successor(self, document: Mapping[str, Any]) -> Run:
+        run = document.get("run") or {}
+        start = self._entries[0] if self._entries and self._entries[0].get("kind") == "start" else {}
+        payloads = start.get("payloads") or {}
+        successor = self.store.start_run(
+            workflow=run["workflow"],
+            standard=str(document.get("standard")),
+            name=run.get("name"),
+            inputs=_arg(payloads.get("inputs")),
+            trigger=_arg(payloads.get("trigger")),
+            dry_run=bool(run.get("dry_run")),
+            predecessor=self.run_id,
+            pins=document.get("pins"),
+        )
+        _log.info("replay_recording", run_id=successor.id, predecessor=self.run_id)
+        return successor
+
+    def _consume(self, entry: Mapping[str, Any], at: int) -> None:
+        self._done[at] = True
+        base = key_of(entry)[:4]
+        self._seen[base] = self._seen.get(base, 0) + 1
+
+    def _flush(self) -> None:
+        """Pass served results (recording them into the successor) and consumed entries."""
+        while self._at < len(self._entries):
+            at = self._at
+            if not self._done[at] and at in self._served:
+                entry = self._entries[at]
+                payloads = entry.get("payloads") or {}
+                path = str(entry.get("path"))
+                step = self._steps.get(path)
+                if step is not None:
+                    step.slots = {**(step.slots or {}), **payloads}
+                    step.code = entry.get("code")
+                if self.run is not None:
+                    self.run.result(
+                        path,
+                        int(entry["attempt"]),
+                        str(entry["dispatch"]),
+                        entry.get("code"),
+                        _arg(payloads.get("result")),
+                        _arg(payloads.get("details")),
+                    )
+                self._consume(entry, at)
+            if not self._done[at]:
+                return
+            self._at += 1
+
+    def _expected(self) -> dict[str, Any] | None:
+        self._flush()
+        return self._entries[self._at] if self._at < len(self._entries) else None
+
+    def _check(self, actual: dict[str, Any], record: Any) -> int:
+        """Compare the call's entry with the next expected one; consume it or raise."""
+        expected = self._expected()
+        base = key_of(actual)[:4]
+        key = (*base, self._seen.get(base, 0))
+        if expected is None:
+            self._record(record, failing=True)
+            self._violate("extra-step", None, actual, [("", None, actual)])
+        assert expected is not None
+        if self._keys[self._at] != key:
+            self._record(record, failing=True)
+            self._violate("missing-step", expected, actual, [("", expected, None), ("", None, actual)])
+        differs = compare_entries(expected, actual)
+        if differs is not None:
+            self._record(record, failing=True)
+            self._violate(differs[0], expected, actual, differs[1])
+        self._record(record, failing=False)
+        at = self._at
+        self._consume(expected, at)
+        return at
+
+    def _record(self, record: Any, *, failing: bool) -> None:
+        if self.run is None:
+            return
+        if not failing:
+            record(self.run)
+            return
+        # The offending call too, so diff_runs sees what the guard saw; the log may refuse
+        # it (e.g. an invoke of a step never begun), and then nothing was written.
+        with suppress(RecordError):
+            record(self.run)
+
+    def _violate(
+        self,
+        kind: str,
+        expected: Mapping[str, Any] | None,
+        actual: Mapping[str, Any] | None,
+        changes: list[Change],
+    ) -> None:
+        shown = expected if kind != "extra-step" or actual is None else actual
+        path = entry_path(shown) if shown is not None else None
+        seq = expected.get("seq") if expected is not None and kind != "extra-step" else None
+        divergence = Divergence(kind, path, seq, None, changes)
+        _log.info("replay_diverged", run_id=self.run_id, kind=kind, path=path, seq=seq)
+        raise DeterminismViolation(
+            kind,
+            path,
+            seq,
+            dict(expected) if expected is not None else None,
+            dict(actual) if actual is not None else None,
+            changes,
+            f"replay of run {self.run_id} is not deterministic: {divergence.describe()}",
+        )
