@@ -2,9 +2,11 @@
 
 __version__ = "0.1.0"
 
+from forkline_es import testing
 from forkline_es.compat import RunRecorder
 from forkline_es.errors import (
     Conflict,
+    DeterminismViolation,
     ForklineError,
     InvalidRequest,
     InvalidValue,
@@ -16,6 +18,7 @@ from forkline_es.errors import (
 )
 from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive
 from forkline_es.redaction import RedactionPolicy, RedactionRule
+from forkline_es.replay import Divergence, Replayer, RunDiff, diff_documents, diff_runs
 from forkline_es.retention import Completion, Consumer, RetentionPolicy, RetentionReport
 from forkline_es.store import Store
 from forkline_es.values import (
@@ -33,6 +36,8 @@ __all__ = [
     "Completion",
     "Conflict",
     "Consumer",
+    "DeterminismViolation",
+    "Divergence",
     "Duration",
     "FileRef",
     "ForklineError",
@@ -42,9 +47,11 @@ __all__ = [
     "RecordError",
     "RedactionPolicy",
     "RedactionRule",
+    "Replayer",
     "RetentionPolicy",
     "RetentionReport",
     "Run",
+    "RunDiff",
     "RunNotFound",
     "RunNotRetained",
     "RunRecorder",
@@ -56,5 +63,8 @@ __all__ = [
     "__version__",
     "canonical_json",
     "decode_value",
+    "diff_documents",
+    "diff_runs",
     "encode_value",
+    "testing",
 ]

@@ -7,8 +7,11 @@ translated into these classes in ``forkline_es.log`` and nowhere else.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "Conflict",
+    "DeterminismViolation",
     "ForklineError",
     "InvalidRequest",
     "InvalidValue",
@@ -83,3 +86,32 @@ class Conflict(RecordError):
     """An append that contradicts the log (stale generation, concluded run, ...)."""
 
     code = "conflict"
+
+
+class DeterminismViolation(ForklineError):
+    """A replaying executor made a call that differs from the record it replays.
+
+    Not a refusal: nothing was asked of the log. ``kind`` is a divergence kind of
+    ``forkline_es.replay.KINDS``; ``expected`` is the recorded entry (None past the end of
+    the record), ``actual`` the entry the call would record (None when the replay ended
+    early), ``changes`` a list of (JSON Pointer, expected, actual). Fix the executor so
+    the call is deterministic, or record a new run instead of replaying this one.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        path: str | None,
+        seq: int | None,
+        expected: Any,
+        actual: Any,
+        changes: list[tuple[str, Any, Any]],
+        message: str,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.path = path
+        self.seq = seq
+        self.expected = expected
+        self.actual = actual
+        self.changes = changes
