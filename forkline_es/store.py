@@ -33,7 +33,7 @@ from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import encode_slots
-from forkline_es.recording.run import Run
+from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_text
 from forkline_es.records import operations
 from forkline_es.retention import apply as retention
@@ -57,6 +57,14 @@ def environment() -> dict[str, str]:
         "hostname": socket.gethostname(),
         "forkline_es_version": __version__,
     }
+
+
+def _taken(run_id: str) -> None:
+    """A start under a taken id that is not a repeat of its start (same key, same event)."""
+    raise Conflict(
+        f"run id {run_id!r} is already taken by another run; choose another run_id "
+        "(a repeated start must use the original start's idempotency key)"
+    )
 
 
 class Store:
@@ -104,6 +112,7 @@ class Store:
 
     # -- recording -------------------------------------------------------------------------
 
+    @logged_refusals
     def start_run(
         self,
         workflow: str,
@@ -150,7 +159,7 @@ class Store:
         start_key = "start" if key is None else key  # an empty key is refused, not replaced
         if self.log.run_exists(rid):
             run = self.resume_run(rid)
-            run._record(event, start_key, payloads, run._state.check_open)  # repeat or conflict
+            run._record(event, start_key, payloads, lambda: _taken(rid))  # repeat or conflict
             return run
         state = RunState(run_id=rid)
         run = Run(self, state)
@@ -246,14 +255,6 @@ class Store:
         """Drop and refold every projection from the log; returns the events folded."""
         return self.projections.rebuild(progress)
 
-    # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
-
-    def apply_retention(
-        self,
-        policy: RetentionPolicy,
-        now: datetime | None = None,
-        dry_run: bool = False,
-        progress: Callable[[int, int], None] | None = None,
     # -- artifacts, metrics and verify (forkline_es.artifacts; docs/verify.md) ------------------
 
     @functools.cached_property
@@ -273,6 +274,14 @@ class Store:
         """``verify_run`` for every run in the log, plus listed runs whose rows are all gone."""
         return verify.verify_all(self, progress)
 
+    # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
+
+    def apply_retention(
+        self,
+        policy: RetentionPolicy,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> retention.RetentionReport:
         """Evict and reduce completed runs as ``policy`` says; one transaction per run."""
         return retention.apply_retention(self, policy, now, dry_run, progress)
@@ -321,3 +330,9 @@ class Store:
     def acknowledge(self, consumer: str, position: int) -> feed.Consumer:
         """Move the consumer's checkpoint forward to ``position`` (a completion's position)."""
         return feed.acknowledge(self, consumer, position)
+
+    def check_projections(self, progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Rebuild into a scratch copy and list each difference with the live projections."""
+        from forkline_es.projections.check import check_projections
+
+        return check_projections(self.conn, progress)

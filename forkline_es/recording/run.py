@@ -50,7 +50,7 @@ from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOM
 if TYPE_CHECKING:
     from forkline_es.store import Store
 
-__all__ = ["Run"]
+__all__ = ["Run", "logged_refusals"]
 
 _log = get_logger("forkline_es.recording")
 
@@ -58,7 +58,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
+def logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
     """Log every refusal as one structured event, then let it propagate unchanged."""
 
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -69,7 +69,7 @@ def _logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
             _log.info(
                 "refused",
                 call=method.__name__,
-                run_id=getattr(run, "id", None),
+                run_id=getattr(run, "id", None) or kwargs.get("run_id"),
                 code=e.code,
                 message=e.message,
             )
@@ -113,7 +113,7 @@ class Run:
 
     # -- the executor API --------------------------------------------------------------
 
-    @_logged_refusals
+    @logged_refusals
     def begin_step(self, path: str, arguments: Any = MISSING, *, key: str | None = None) -> int:
         """Record that the step at ``path`` began; returns its entry seq."""
         check_path(path)
@@ -126,7 +126,7 @@ class Run:
             lambda: self._state.check_begin(path),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def invoke(
         self,
         path: str,
@@ -164,7 +164,7 @@ class Run:
             lambda: self._state.check_invoke(path, attempt, dispatch),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def result(
         self,
         path: str,
@@ -190,7 +190,7 @@ class Run:
             lambda: self._state.check_result(path, attempt, dispatch),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def end_step(
         self,
         path: str,
@@ -218,7 +218,7 @@ class Run:
             lambda: self._state.check_end(path, outcome),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def child(self, path: str, child_run_id: str, *, key: str | None = None) -> int:
         """Record that the step at ``path`` started the child run ``child_run_id``."""
         check_path(path)
@@ -230,7 +230,7 @@ class Run:
             lambda: self._state.check_child(path, child_run_id),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def suspend(self, reason: str | None = None, *, key: str | None = None) -> None:
         """The run waits (status ``suspended``) until ``resume``."""
         check_text(reason, "reason", optional=True)
@@ -241,7 +241,7 @@ class Run:
             lambda: self._state.check_status_change("suspended"),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def hold(
         self,
         code: str | None = None,
@@ -262,7 +262,7 @@ class Run:
             lambda: self._state.check_status_change("held"),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def resume(self, *, key: str | None = None) -> None:
         """A suspended or held run is active again."""
         self._record(
@@ -272,7 +272,7 @@ class Run:
             lambda: self._state.check_status_change("active"),
         )
 
-    @_logged_refusals
+    @logged_refusals
     def recover(self, supersedes: Sequence[int] = (), *, key: str | None = None) -> int:
         """Enter the next generation, taking ``supersedes`` entries out of consideration.
 
@@ -291,7 +291,7 @@ class Run:
         _log.info("recovered", run_id=self.id, generation=self.generation, supersedes=event.supersedes)
         return self.generation
 
-    @_logged_refusals
+    @logged_refusals
     def conclude(
         self,
         status: str,
@@ -323,7 +323,7 @@ class Run:
 
     # -- artifacts, manifest, observations (forkline_es.artifacts.recording) ---------------
 
-    @_logged_refusals
+    @logged_refusals
     def add_artifact(
         self,
         source: _artifacts.Source,
@@ -341,7 +341,7 @@ class Run:
         """
         return _artifacts.add_artifact(self, source, kind, content_type, step, name, key)
 
-    @_logged_refusals
+    @logged_refusals
     def record_manifest(
         self,
         packages: Iterable[str] = (),
@@ -353,7 +353,7 @@ class Run:
         """Record the reproducibility manifest: captured facts plus ``facts``; see docs/verify.md."""
         return _artifacts.record_manifest(self, packages, config, key, **facts)
 
-    @_logged_refusals
+    @logged_refusals
     def observe(
         self,
         name: str,
