@@ -15,7 +15,8 @@ __all__ = ["COMMANDS", "next_commands"]
 
 _NOTES = {
     "first": "crashed in `summarize`, resumed in generation 1; `fetch/1` failed once and was retried; "
-    "`publish` timed out (ambiguous) and was retried; `notify` has a sensitive argument",
+    "`publish` timed out (ambiguous) and was retried; `notify` has a sensitive argument; "
+    "it keeps an artifact (report.md) and a manifest",
     "dry-run": "a dry run: nothing dispatched, results partial (suppressed paths)",
     "held": "waits at step `approve` for a person (approval-required)",
     "replay": "replays demo-first with another model: diverges at `summarize`",

@@ -86,7 +86,10 @@ class Executor:
         """Run a recorded run again as its successor, numbering attempts as the original did."""
         record = store.get_run_record(original)
         inputs = fe.decode_value(record["payloads"]["inputs"]["value"])
-        ex = cls.start(store, record["run"]["workflow"], actions, inputs, predecessor=original, **start)
+        run = record["run"]
+        start.setdefault("name", run.get("name"))
+        start.setdefault("pins", record.get("pins"))
+        ex = cls.start(store, run["workflow"], actions, inputs, predecessor=original, **start)
         for _, path, entry in active_entries(record):
             if entry["kind"] == "invoke":
                 ex.attempts.setdefault(path, entry["attempt"] - 1)

@@ -15,6 +15,7 @@ from typing import Any
 
 import forkline_es as fe
 from forkline_es.demo.executor import Action, ActionFailed, Ambiguous, Executor, Held
+from forkline_es.values import canonical_json, sha256_digest
 
 __all__ = [
     "LABELS",
@@ -30,10 +31,15 @@ __all__ = [
 
 WORKFLOW = "demo/report"
 CHILD_WORKFLOW = "demo/translate"
+STEPS = ["fetch", "fetch/*", "summarize", "translate", "approve", "publish", "notify"]
 INPUTS: dict[str, Any] = {
     "topic": "Recording durable runs",
     "sources": ["https://example.org/event-logs", "https://example.org/flaky-page"],
 }
+
+CONFIG: dict[str, Any] = {"model": "demo-model-1", "temperature": 0.0}
+#: What the run pins as its definition: a digest of the workflow's shape and version.
+DEFINITION = sha256_digest(canonical_json({"workflow": WORKFLOW, "version": 1, "steps": STEPS}))
 
 
 class Crash(Exception):
@@ -51,10 +57,9 @@ def report(ex: Executor, inputs: Any) -> Any:
         with ex.step("approve"):
             raise Held("approval-required", "a person must approve the report before it is published")
     post = ex.call("publish", "blog.post", {"title": inputs["topic"], "languages": ["en", "fr"]})
-    add_artifact = getattr(ex.run, "add_artifact", None)
-    if add_artifact is not None and not ex.dry_run:
+    if not ex.dry_run:  # the report itself, kept content-addressed beside the database
         text = f"# {inputs['topic']}\n\n{summary.get('text', '')}\n"
-        add_artifact(text.encode(), kind="report", content_type="text/markdown", step="publish")
+        ex.run.add_artifact(text.encode(), "report", "text/markdown", step="publish", name="report.md")
     ex.call("notify", "chat.send", fe.Sensitive({"channel": "#reports", "token": "xoxb-not-a-real-token"}))
     return {"post": post.get("id"), "summary": summary.get("text"), "french": french.get("text")}
 
@@ -78,7 +83,7 @@ def sample_actions(model: str = "demo-model-1", crash: bool = False) -> dict[str
         calls["summarize"] += 1
         if crash and calls["summarize"] == 1:
             raise Crash("the process died while the model was answering")
-        return {"text": f"{args['topic']}: {len(args['pages'])} pages read by {model}", "model": model}
+        return {"text": f"{args['topic']}: {len(args['pages'])} pages read", "model": model}
 
     def post(args: Any) -> Any:
         calls["post"] += 1
@@ -119,10 +124,9 @@ def record_demo(store: fe.Store, ids: dict[str, str]) -> dict[str, str]:
 
     # 1. The first run crashes in the middle of `summarize`; a new process resumes it.
     actions = sample_actions(crash=True)
-    ex = Executor.start(store, WORKFLOW, actions, INPUTS, name="Daily report", run_id=ids["first"])
-    record_manifest = getattr(ex.run, "record_manifest", None)
-    if record_manifest is not None:
-        record_manifest(model="demo-model-1", temperature=0.0)
+    pins = {"definition": DEFINITION}
+    ex = Executor.start(store, WORKFLOW, actions, INPUTS, name="Daily report", pins=pins, run_id=ids["first"])
+    ex.run.record_manifest(packages=["forkline-es"], config=CONFIG, model=CONFIG["model"])
     try:
         ex.execute(report, INPUTS)
     except Crash:
