@@ -147,6 +147,7 @@ class Replayer:
     # -- the executor's calls ------------------------------------------------------------
 
     def begin_step(self, path: str, arguments: Any = MISSING) -> None:
+        self._flush()
         step = self._steps.get(path) or _Step(path)
         slots = self._slots(arguments=arguments)
         after = _Step(
@@ -180,7 +181,7 @@ class Replayer:
 
         ``dispatch`` defaults to the recorded one, since a replay does not dispatch.
         """
-        expected = self._expected()
+        expected = self._expected()  # passes served results first, as the fold would
         if dispatch is None:
             same = expected is not None and expected.get("kind") == "invoke" and expected.get("path") == path
             dispatch = str(expected.get("dispatch")) if same and expected is not None else "ambiguous"
@@ -230,6 +231,7 @@ class Replayer:
         binding: Any = MISSING,
         event: Any = MISSING,
     ) -> None:
+        self._flush()
         step = self._steps.get(path) or _Step(path)
         slots = self._slots(result=result, details=details, binding=binding, event=event)
         after = _Step(
