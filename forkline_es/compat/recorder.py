@@ -79,7 +79,8 @@ class RunRecorder:
         self._handles: dict[str, Run] = {}
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).
-        self._keys = (f"forkline:{uuid.uuid4().hex[:12]}:{n}" for n in itertools.count(1))
+        nonce = uuid.uuid4().hex[:12]
+        self._keys = (f"forkline:{nonce}:{n}" for n in itertools.count(1))
 
     def close(self) -> None:
         self._handles.clear()

@@ -1,0 +1,317 @@
+"""RunRecorder: the seed's semantics, keys and defaults, and the refusals where Forkline is wrong."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import platform
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import forkline_es as fe
+
+
+@pytest.fixture
+def recorder(db_path: Path) -> Any:
+    with fe.RunRecorder(db_path) as r:
+        yield r
+
+
+def _log_rows(recorder: fe.RunRecorder) -> int:
+    return int(recorder.store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0])
+
+
+def _utc(text: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(text)
+    assert parsed.utcoffset() == dt.timedelta(0), text
+    return parsed
+
+
+def test_the_seed_example_records_a_run_and_its_events(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run(entrypoint="examples/minimal.py")
+    first = recorder.log_event(run_id, event_type="input", payload={"prompt": "hello"})
+    second = recorder.log_event(run_id, event_type="output", payload={"result": "world"})
+    recorder.end_run(run_id, status="success")
+
+    run = recorder.get_run(run_id)
+    assert run is not None
+    assert list(run) == [
+        "run_id",
+        "schema_version",
+        "entrypoint",
+        "started_at",
+        "ended_at",
+        "status",
+        "python_version",
+        "platform",
+        "cwd",
+    ]
+    assert run["run_id"] == run_id
+    assert run["schema_version"] == "0.1"
+    assert run["entrypoint"] == "examples/minimal.py"
+    assert run["status"] == "success"
+    assert _utc(run["started_at"]) <= _utc(run["ended_at"])
+    assert run["python_version"] == platform.python_version()
+    assert run["platform"] == platform.platform()
+    assert run["cwd"] == os.getcwd()
+
+    events = recorder.get_events(run_id)
+    assert [list(e) for e in events] == [["event_id", "run_id", "ts", "type", "payload"]] * 2
+    assert [e["event_id"] for e in events] == [first, second]
+    assert isinstance(first, int) and first < second
+    assert [(e["type"], e["payload"]) for e in events] == [
+        ("input", {"prompt": "hello"}),
+        ("output", {"result": "world"}),
+    ]
+    assert {e["run_id"] for e in events} == {run_id}
+    assert _utc(run["started_at"]) <= _utc(events[0]["ts"]) <= _utc(events[1]["ts"])
+
+
+def test_an_open_run_has_no_end_and_no_status(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run("job.py")
+    run = recorder.get_run(run_id)
+    assert run is not None
+    assert (run["ended_at"], run["status"]) == (None, None)
+
+
+def test_generated_ids_are_uuid_hex_and_explicit_ids_are_kept(recorder: fe.RunRecorder) -> None:
+    generated = recorder.start_run("a.py")
+    assert re.fullmatch(r"[0-9a-f]{32}", generated)
+    assert recorder.start_run("b.py", run_id="my-run") == "my-run"
+    assert recorder.get_run("my-run") is not None
+
+
+def test_unknown_runs_read_as_none_and_empty(recorder: fe.RunRecorder) -> None:
+    assert recorder.get_run("nope") is None
+    assert recorder.get_events("nope") == []
+
+
+def test_runs_db_in_the_current_directory_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with fe.RunRecorder() as r:
+        r.start_run("x.py")
+    assert (tmp_path / "runs.db").is_file()
+
+
+def test_the_parent_folder_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "runs.db"
+    with fe.RunRecorder(db_path=str(path)) as r:
+        r.start_run("x.py")
+    assert path.is_file()
+
+
+def test_events_keep_their_order_across_runs(recorder: fe.RunRecorder) -> None:
+    a = recorder.start_run("a.py")
+    b = recorder.start_run("b.py")
+    ids = [recorder.log_event(run, "input", {"n": n}) for n, run in enumerate([a, b, a, b, a])]
+    assert ids == sorted(ids) and len(set(ids)) == 5
+    assert [e["payload"]["n"] for e in recorder.get_events(a)] == [0, 2, 4]
+    assert [e["payload"]["n"] for e in recorder.get_events(b)] == [1, 3]
+
+
+def test_any_json_value_is_a_payload(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run("x.py")
+    payloads: list[Any] = [
+        [1, "two", None],
+        {"big": 2**70, "neg": -0.5, "tiny": 1.5e-7, "nested": {"t": (1, 2)}, "u": "é\u2603"},
+        {},
+    ]
+    for p in payloads:
+        recorder.log_event(run_id, "tool_call", p)
+    got = [e["payload"] for e in recorder.get_events(run_id)]
+    assert got == [[1, "two", None], {**payloads[1], "nested": {"t": [1, 2]}}, {}]
+
+
+# -- refusals: where Forkline is silently wrong ---------------------------------------------
+
+
+def test_a_duplicate_run_id_is_a_conflict_and_writes_nothing(recorder: fe.RunRecorder) -> None:
+    recorder.start_run("a.py", run_id="r1")
+    before = _log_rows(recorder)
+    for entrypoint in ("a.py", "b.py"):
+        with pytest.raises(fe.Conflict) as refused:
+            recorder.start_run(entrypoint, run_id="r1")
+        assert refused.value.code == "conflict"
+    assert _log_rows(recorder) == before
+
+
+def test_a_second_recorder_cannot_restart_a_taken_id(db_path: Path) -> None:
+    with fe.RunRecorder(db_path) as one, fe.RunRecorder(db_path) as two:
+        one.start_run("a.py", run_id="r1")
+        with pytest.raises(fe.Conflict):
+            two.start_run("a.py", run_id="r1")
+
+
+def test_store_start_under_a_taken_id_with_another_key_is_a_conflict(store: fe.Store) -> None:
+    """Core fix: a start with a new idempotency key used to append a second run-started."""
+    run = store.start_run(workflow="w", run_id="r", key="k1")
+    assert store.start_run(workflow="w", run_id="r", key="k1").id == run.id  # a repeat
+    with pytest.raises(fe.Conflict):
+        store.start_run(workflow="w", run_id="r", key="k2")
+    kinds = [k for (k,) in store.conn.execute("SELECT kind FROM log WHERE run_id = 'r'").fetchall()]
+    assert kinds == ["run-started"]
+
+
+@pytest.mark.parametrize("call", ["log_event", "end_run"])
+def test_an_unknown_run_is_run_not_found(recorder: fe.RunRecorder, call: str) -> None:
+    with pytest.raises(fe.RunNotFound) as refused:
+        if call == "log_event":
+            recorder.log_event("ghost", "input", {"a": 1})
+        else:
+            recorder.end_run("ghost")
+    assert refused.value.code == "run-not-found"
+    assert _log_rows(recorder) == 0
+
+
+class _Thing:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("payload", "path"),
+    [
+        ({"x": math.nan}, "$.x"),
+        ({"x": [1, math.inf]}, "$.x[1]"),
+        ({"x": {"y": -math.inf}}, "$.x.y"),
+        ({"blob": b"\x00\x01"}, "$.blob"),
+        ({"tags": {"a", "b"}}, "$.tags"),
+        ({"m": {1: "one"}}, "$.m"),
+        ({"obj": _Thing()}, "$.obj"),
+        ({"when": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}, "$.when"),
+    ],
+)
+def test_payloads_json_cannot_carry_are_refused_with_their_path(
+    recorder: fe.RunRecorder, payload: Any, path: str
+) -> None:
+    run_id = recorder.start_run("x.py")
+    before = _log_rows(recorder)
+    with pytest.raises(fe.InvalidValue) as refused:
+        recorder.log_event(run_id, "input", payload)
+    assert refused.value.code == "invalid-value"
+    assert refused.value.path == path
+    assert _log_rows(recorder) == before
+    assert recorder.get_events(run_id) == []
+
+
+@pytest.mark.parametrize("event_type", ["", None, 3])
+def test_an_event_type_is_a_nonempty_string(recorder: fe.RunRecorder, event_type: Any) -> None:
+    run_id = recorder.start_run("x.py")
+    with pytest.raises(fe.InvalidRequest):
+        recorder.log_event(run_id, event_type, {})
+    assert recorder.get_events(run_id) == []
+
+
+# -- ending ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome", "code", "shown"),
+    [
+        ("success", "succeeded", None, "success"),
+        ("failure", "failed", None, "failure"),
+        ("error", "failed", "error", "error"),
+        ("cancelled", "cancelled", None, "cancelled"),
+        ("stopped", "stopped", None, "stopped"),
+    ],
+)
+def test_end_run_maps_forkline_statuses_to_outcomes(
+    recorder: fe.RunRecorder, status: str, outcome: str, code: str | None, shown: str
+) -> None:
+    run_id = recorder.start_run("x.py")
+    recorder.end_run(run_id, status=status)
+    run = recorder.get_run(run_id)
+    assert run is not None and run["status"] == shown
+    summary = recorder.store.get_run_record(run_id)["run"]
+    assert summary["status"] == outcome
+    assert summary.get("code") == code
+
+
+def test_end_run_defaults_to_success(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run("x.py")
+    recorder.end_run(run_id)
+    assert (recorder.get_run(run_id) or {})["status"] == "success"
+
+
+@pytest.mark.parametrize("status", ["ok", "SUCCESS", "", None])
+def test_an_unknown_status_is_refused(recorder: fe.RunRecorder, status: Any) -> None:
+    run_id = recorder.start_run("x.py")
+    with pytest.raises(fe.InvalidRequest):
+        recorder.end_run(run_id, status=status)
+    assert (recorder.get_run(run_id) or {})["status"] is None
+
+
+def test_ending_twice_is_a_no_op_and_ending_otherwise_a_conflict(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run("x.py")
+    recorder.end_run(run_id, "error")
+    rows = _log_rows(recorder)
+    recorder.end_run(run_id, "error")
+    assert _log_rows(recorder) == rows
+    with pytest.raises(fe.Conflict):
+        recorder.end_run(run_id, "success")
+    assert (recorder.get_run(run_id) or {})["status"] == "error"
+
+
+def test_an_ended_run_takes_no_more_events(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run("x.py")
+    recorder.end_run(run_id)
+    with pytest.raises(fe.Conflict):
+        recorder.log_event(run_id, "output", {"late": True})
+    assert recorder.get_events(run_id) == []
+
+
+# -- one log, several writers ---------------------------------------------------------------
+
+
+def test_two_recorders_interleave_on_one_run(db_path: Path) -> None:
+    with fe.RunRecorder(db_path) as one, fe.RunRecorder(db_path) as two:
+        run_id = one.start_run("x.py")
+        ids = [
+            one.log_event(run_id, "input", {"n": 0}),
+            two.log_event(run_id, "input", {"n": 1}),
+            one.log_event(run_id, "input", {"n": 2}),  # one's handle is stale: re-read, not lost
+            two.log_event(run_id, "input", {"n": 2}),  # the same payload twice is two events
+        ]
+        two.end_run(run_id)
+        assert ids == sorted(set(ids))
+        assert [e["payload"]["n"] for e in one.get_events(run_id)] == [0, 1, 2, 2]
+        with pytest.raises(fe.Conflict):
+            one.log_event(run_id, "input", {"n": 3})
+
+
+def test_a_reopened_recorder_continues_a_run(db_path: Path) -> None:
+    with fe.RunRecorder(db_path) as r:
+        run_id = r.start_run("x.py")
+        r.log_event(run_id, "input", {"a": 1})
+    with fe.RunRecorder(db_path) as r:
+        r.log_event(run_id, "output", {"b": 2})
+        r.end_run(run_id)
+        assert [e["type"] for e in r.get_events(run_id)] == ["input", "output"]
+
+
+def test_a_forkline_run_is_a_run_of_the_engine(recorder: fe.RunRecorder) -> None:
+    run_id = recorder.start_run("examples/minimal.py")
+    recorder.log_event(run_id, "input", {"prompt": "hello"})
+    recorder.end_run(run_id, "success")
+    store = recorder.store
+    (listed,) = [s for s in store.list_runs() if s["id"] == run_id]
+    assert listed["workflow"] == "examples/minimal.py"
+    assert listed["status"] == "succeeded"
+    document = store.get_run_record(run_id)
+    assert [e["kind"] for e in document["entries"]] == ["start", "conclude"]
+    kinds = [
+        k for (k,) in store.conn.execute("SELECT kind FROM log WHERE run_id = ? ORDER BY seq", (run_id,))
+    ]
+    assert kinds == ["run-started", "forkline-logged", "run-concluded"]
+
+
+def test_a_foreign_redaction_policy_is_refused(db_path: Path) -> None:
+    class ForklinePolicy:
+        def redact(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+            return payload
+
+    with pytest.raises(fe.InvalidRequest):
+        fe.RunRecorder(db_path, redaction_policy=ForklinePolicy())  # type: ignore[arg-type]
