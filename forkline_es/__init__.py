@@ -3,6 +3,7 @@
 __version__ = "0.1.0"
 
 from forkline_es import testing
+from forkline_es.artifacts import Manifest, MetricSummary, Problem, VerifyReport
 from forkline_es.compat import RunRecorder
 from forkline_es.errors import (
     Conflict,
@@ -43,7 +44,10 @@ __all__ = [
     "ForklineError",
     "InvalidRequest",
     "InvalidValue",
+    "Manifest",
+    "MetricSummary",
     "Partial",
+    "Problem",
     "RecordError",
     "RedactionPolicy",
     "RedactionRule",
@@ -60,6 +64,7 @@ __all__ = [
     "Store",
     "StoreError",
     "Timestamp",
+    "VerifyReport",
     "__version__",
     "canonical_json",
     "decode_value",

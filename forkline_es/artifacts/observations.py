@@ -6,7 +6,8 @@ values, so a rebuild reproduces the figures exactly and the order events were fo
 cannot change a mean by a rounding step:
 
 - ``count``: number of observations;
-- ``mean``: ``math.fsum(values) / count`` (``fsum`` is exactly rounded, order-free);
+- ``mean``: the exact rational mean (``fractions.Fraction``), rounded once to a float,
+  so no summation order or intermediate rounding can change it;
 - ``min``, ``max``: of the values as recorded (an int stays an int);
 - ``p50``, ``p95``: nearest rank on the ascending values: the value at 1-based rank
   ``ceil(q * count)`` (in integer arithmetic), always one of the recorded values, never an interpolation.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Final
 
 from forkline_es.errors import InvalidValue
@@ -103,7 +105,7 @@ def aggregate(
         name=name,
         count=len(ordered),
         runs=runs,
-        mean=math.fsum(ordered) / len(ordered),
+        mean=float(sum(map(Fraction, ordered), Fraction(0)) / len(ordered)),
         min=ordered[0],
         max=ordered[-1],
         p50=nearest_rank(ordered, 50),

@@ -1,0 +1,55 @@
+"""A recorded run with every kind of evidence verify checks, and raw-SQL tampering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import forkline_es as fe
+
+DEFINITION = "sha256:" + "d" * 64
+COMMIT = "0" * 40
+
+TRIGGERS = (
+    "log_is_append_only",
+    "log_deletes_only_evicted",
+    "payload_is_immutable",
+    "payload_deletes_only_recorded",
+)
+
+
+def record_sample(store: fe.Store, tmp: Path, run_id: str = "r1", workflow: str = "wf") -> fe.Run:
+    """Steps with payloads, two artifacts (bytes and a file), a manifest, observations."""
+    run = store.start_run(workflow, inputs={"n": 1}, pins={"definition": DEFINITION}, run_id=run_id)
+    run.begin_step("fetch", arguments={"url": "https://example.org"})
+    run.invoke("fetch", 1, "http.get", "sha256:" + "a" * 64, "not-dispatched", arguments=[1, 2])
+    run.result("fetch", 1, "succeeded", result={"status": 200})
+    run.end_step("fetch", "succeeded", result="ok")
+    run.add_artifact(f"trace of {run_id}".encode(), "trace", content_type="text/plain", name="trace.txt")
+    source = tmp / f"report-{run_id}.json"
+    source.write_bytes(b'{"score": 0.9, "run": "' + run_id.encode() + b'"}')
+    run.add_artifact(source, "report", step="fetch")
+    run.record_manifest(config={"lr": 0.1}, git_commit=COMMIT, seed=7)
+    run.observe("latency_ms", 12.5, unit="ms")
+    run.conclude("succeeded", outputs={"done": True})
+    return run
+
+
+def untrigger(store: fe.Store) -> None:
+    """What an attacker with the file does first: drop the append-only triggers."""
+    for name in TRIGGERS:
+        store.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+
+
+def row(store: fe.Store, run_id: str, kind: str) -> tuple[int, int, str]:
+    """(position, seq, body) of the run's first row of ``kind``."""
+    rows = store.conn.execute(
+        "SELECT position, seq, body FROM log WHERE run_id = ? AND kind = ? ORDER BY seq", (run_id, kind)
+    ).fetchall()
+    assert rows, kind
+    position, seq, body = rows[0]
+    return int(position), int(seq), str(body)
+
+
+def kinds_at(report: fe.VerifyReport) -> list[tuple[str, Any]]:
+    return [(p.kind, p.seq) for p in report.problems]

@@ -1,0 +1,117 @@
+"""Artifacts: content-addressed files beside the database, recorded on the log."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import forkline_es as fe
+
+from .helpers import record_sample
+
+
+def test_bytes_are_stored_under_their_sha256_beside_the_database(store: fe.Store, db_path: Path) -> None:
+    run = store.start_run("wf")
+    data = b"some output\n"
+    seq = run.add_artifact(data, "trace", content_type="text/plain")
+    hexdigest = hashlib.sha256(data).hexdigest()
+    stored = Path(str(db_path) + ".artifacts") / "objects" / hexdigest[:2] / hexdigest[2:]
+    assert stored.read_bytes() == data
+    (item,) = store.get_run_record(run.id)["x-artifacts"]
+    assert item == {
+        "name": f"sha256:{hexdigest}",
+        "path": f"objects/{hexdigest[:2]}/{hexdigest[2:]}",
+        "sha256": f"sha256:{hexdigest}",
+        "size_bytes": len(data),
+        "kind": "trace",
+        "content_type": "text/plain",
+    }
+    assert seq == 2
+    assert not list((Path(str(db_path) + ".artifacts") / "tmp").iterdir())  # no staging leftovers
+
+
+def test_a_path_is_named_by_its_basename_and_streamed(store: fe.Store, tmp_path: Path) -> None:
+    source = tmp_path / "model.bin"
+    source.write_bytes(bytes(range(256)) * 5000)  # more than one read chunk
+    run = store.start_run("wf")
+    run.add_artifact(source, "model", step="train")
+    (item,) = store.get_run_record(run.id)["x-artifacts"]
+    assert item["name"] == "model.bin"
+    assert item["size_bytes"] == 256 * 5000
+    assert item["sha256"] == "sha256:" + hashlib.sha256(source.read_bytes()).hexdigest()
+    assert item["step"] == "train"
+    assert "content_type" not in item  # never guessed: unknown stays absent
+
+
+def test_the_same_content_under_the_same_name_is_idempotent(store: fe.Store) -> None:
+    run = store.start_run("wf")
+    first = run.add_artifact(b"x", "trace", name="t")
+    before = store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0]
+    assert run.add_artifact(b"x", "trace", name="t") == first
+    assert store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0] == before
+
+
+def test_the_same_name_with_other_content_is_a_conflict_and_writes_nothing(store: fe.Store) -> None:
+    run = store.start_run("wf")
+    run.add_artifact(b"x", "trace", name="t")
+    before = store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0]
+    objects = sorted(p for p in (store.artifact_files.root / "objects").rglob("*") if p.is_file())
+    with pytest.raises(fe.Conflict):
+        run.add_artifact(b"y", "trace", name="t")
+    assert store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0] == before
+    after = sorted(p for p in (store.artifact_files.root / "objects").rglob("*") if p.is_file())
+    assert after == objects  # the refused content was not placed
+
+
+def test_two_runs_share_one_file_for_the_same_content(store: fe.Store) -> None:
+    a, b = store.start_run("wf"), store.start_run("wf")
+    a.add_artifact(b"same", "trace")
+    b.add_artifact(b"same", "trace")
+    files = [p for p in (store.artifact_files.root / "objects").rglob("*") if p.is_file()]
+    assert len(files) == 1
+    assert store.verify_run(a.id).ok and store.verify_run(b.id).ok
+
+
+def test_artifacts_are_accepted_after_the_run_concluded(store: fe.Store) -> None:
+    run = store.start_run("wf")
+    run.conclude("failed")
+    run.add_artifact(b"post-mortem", "log")
+    assert len(store.get_run_record(run.id)["x-artifacts"]) == 1
+    assert store.get_run_record(run.id)["run"]["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({"source": 3, "kind": "k"}, "invalid-request"),
+        ({"source": b"x", "kind": ""}, "invalid-request"),
+        ({"source": b"x", "kind": "k", "step": "a//b"}, "invalid-request"),
+        ({"source": b"x", "kind": "k", "content_type": ""}, "invalid-request"),
+        ({"source": "/no/such/file", "kind": "k"}, "invalid-request"),
+    ],
+)
+def test_bad_arguments_are_refused_and_write_nothing(
+    store: fe.Store, kwargs: dict[str, object], code: str
+) -> None:
+    run = store.start_run("wf")
+    with pytest.raises(fe.RecordError) as e:
+        run.add_artifact(**kwargs)  # type: ignore[arg-type]
+    assert e.value.code == code
+    assert "x-artifacts" not in store.get_run_record(run.id)
+
+
+def test_a_memory_store_keeps_artifacts_in_a_temporary_folder(mem_store: fe.Store) -> None:
+    run = mem_store.start_run("wf")
+    run.add_artifact(b"in memory", "trace")
+    root = mem_store.artifact_files.root
+    assert root.is_dir() and root.name.startswith("forkline-es-artifacts-")
+    assert mem_store.verify_run(run.id).ok
+
+
+def test_rebuild_reproduces_the_artifact_projections(store: fe.Store, tmp_path: Path) -> None:
+    run = record_sample(store, tmp_path)
+    before = store.export_run_record(run.id)
+    store.rebuild_projections()
+    assert store.export_run_record(run.id) == before

@@ -1,0 +1,221 @@
+"""verify: every kind of after-the-fact change is reported with its kind and seq; nothing is repaired."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+import forkline_es as fe
+from forkline_es.cli.main import main
+
+from .helpers import kinds_at, record_sample, row, untrigger
+
+
+@pytest.fixture
+def sample(store: fe.Store, tmp_path: Path) -> fe.Run:
+    run = record_sample(store, tmp_path)
+    untrigger(store)
+    return run
+
+
+def _artifact(store: fe.Store, name: str) -> tuple[int, Path]:
+    (seq, path), *_ = store.conn.execute(
+        "SELECT seq, path FROM artifact WHERE run_id = 'r1' AND name = ?", (name,)
+    ).fetchall()
+    return int(seq), store.artifact_files.root / path
+
+
+def _cli(db: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["verify", "--db", str(db), *args])
+    return result.exit_code, result.output
+
+
+def test_an_untouched_store_verifies_clean(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    report = store.verify_run(sample.id)
+    assert report.ok and report.problems == ()
+    assert (report.events, report.artifacts, report.manifests) == (10, 2, 1)
+    assert _cli(db_path, sample.id)[0] == 0
+    code, out = _cli(db_path, "--all")
+    assert code == 0 and "verified 1 run: ok" in out
+
+
+def test_a_flipped_artifact_byte_is_a_checksum_mismatch(
+    sample: fe.Run, store: fe.Store, db_path: Path
+) -> None:
+    seq, path = _artifact(store, "trace.txt")
+    data = bytearray(path.read_bytes())
+    data[3] ^= 0x01
+    path.write_bytes(bytes(data))
+    report = store.verify_run(sample.id)
+    assert kinds_at(report) == [("artifact-checksum", seq)]
+    assert report.problems[0].actual != report.problems[0].expected
+    assert path.read_bytes() == bytes(data)  # never repaired
+    code, out = _cli(db_path, sample.id)
+    assert code == 1 and "artifact-checksum" in out
+
+
+def test_a_truncated_artifact_is_a_size_mismatch(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    seq, path = _artifact(store, f"report-{sample.id}.json")
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(size - 5)
+    report = store.verify_run(sample.id)
+    assert kinds_at(report) == [("artifact-size", seq)]
+    assert (report.problems[0].expected, report.problems[0].actual) == (size, size - 5)
+    assert _cli(db_path, sample.id)[0] == 1
+
+
+def test_a_deleted_artifact_is_missing(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    seq, path = _artifact(store, "trace.txt")
+    path.unlink()
+    assert kinds_at(store.verify_run(sample.id)) == [("artifact-missing", seq)]
+    assert _cli(db_path, "--all")[0] == 1
+
+
+def test_an_edited_body_breaks_the_chain_at_that_row(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    position, seq, body = row(store, "r1", "step-ended")
+    store.conn.execute(
+        "UPDATE log SET body = ? WHERE position = ?", (body.replace("succeeded", "failed"), position)
+    )
+    assert kinds_at(store.verify_run(sample.id)) == [("row-digest", seq)]
+    code, out = _cli(db_path, sample.id, "--json")
+    assert code == 1
+    assert [(p["kind"], p["seq"]) for p in json.loads(out)["problems"]] == [("row-digest", seq)]
+
+
+def test_an_edit_with_a_recomputed_digest_breaks_the_next_link(sample: fe.Run, store: fe.Store) -> None:
+    from forkline_es.log.rows import row_digest
+
+    position, seq, body = row(store, "r1", "step-ended")
+    ((rid, s, entry, gen, kind, at, key, prev),) = store.conn.execute(
+        "SELECT run_id, seq, entry, generation, kind, at, key, prev FROM log WHERE position = ?", (position,)
+    ).fetchall()
+    forged = body.replace("succeeded", "failed")
+    digest = row_digest(rid, s, entry, gen, kind, at, key, prev, forged)
+    store.conn.execute("UPDATE log SET body = ?, digest = ? WHERE position = ?", (forged, digest, position))
+    assert kinds_at(store.verify_run(sample.id)) == [("chain-link", seq + 1)]
+
+
+def test_two_swapped_rows_are_reported_at_both_seqs(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    for a, b in ((3, 1000), (4, 3), (1000, 4)):
+        store.conn.execute("UPDATE log SET seq = ? WHERE run_id = 'r1' AND seq = ?", (b, a))
+    found = kinds_at(store.verify_run(sample.id))
+    assert ("row-digest", 3) in found and ("row-digest", 4) in found
+    assert min(s for _, s in found) == 3
+    assert _cli(db_path, sample.id)[0] == 1
+
+
+def test_a_deleted_middle_row_is_a_gap_at_its_seq(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    position, seq, _ = row(store, "r1", "observed")
+    store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
+    assert kinds_at(store.verify_run(sample.id)) == [("seq-gap", seq), ("chain-link", seq + 1)]
+    assert _cli(db_path, sample.id)[0] == 1
+
+
+def test_a_changed_manifest_fact_is_reported(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    position, seq, body = row(store, "r1", "manifest-recorded")
+    assert '"seed":7' in body
+    store.conn.execute(
+        "UPDATE log SET body = ? WHERE position = ?", (body.replace('"seed":7', '"seed":8'), position)
+    )
+    # the row, the facts' digest, and manifest.json (which still holds the true facts) disagree
+    assert kinds_at(store.verify_run(sample.id)) == [
+        ("row-digest", seq),
+        ("manifest-digest", seq),
+        ("manifest-file", seq),
+    ]
+    assert _cli(db_path, sample.id)[0] == 1
+
+
+def test_a_changed_manifest_json_is_reported(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    _, seq, _ = row(store, "r1", "manifest-recorded")
+    path = store.artifact_files.root / "runs" / "r1" / "manifest.json"
+    path.write_bytes(path.read_bytes().replace(b'"seed":7', b'"seed":8'))
+    report = store.verify_run(sample.id)
+    assert kinds_at(report) == [("manifest-file", seq)]
+    assert "facts hash to" in report.problems[0].message
+    assert _cli(db_path, sample.id)[0] == 1
+    path.unlink()
+    assert kinds_at(store.verify_run(sample.id)) == [("manifest-file-missing", seq)]
+
+
+def test_a_changed_payload_value_is_reported(sample: fe.Run, store: fe.Store) -> None:
+    position, seq, _ = row(store, "r1", "step-begun")
+    store.conn.execute(
+        "UPDATE payload SET value = ? WHERE position = ? AND slot = 'arguments'",
+        ('{"kind":"map","value":{}}', position),
+    )
+    assert kinds_at(store.verify_run(sample.id)) == [("payload-digest", seq)]
+
+
+def test_a_payload_removed_by_retention_is_not_a_problem(store: fe.Store, tmp_path: Path) -> None:
+    run = record_sample(store, tmp_path)
+    store.remove_payloads(run.id)
+    report = store.verify_run(run.id)
+    assert report.ok, report.problems
+
+
+def test_a_run_whose_rows_all_vanished_is_reported_by_all(
+    sample: fe.Run, store: fe.Store, db_path: Path
+) -> None:
+    store.conn.execute("DELETE FROM payload")
+    store.conn.execute("DELETE FROM log WHERE run_id = 'r1'")
+    reports = store.verify_all()
+    assert [(r.run_id, kinds_at(r)) for r in reports] == [("r1", [("run-missing", None)])]
+    assert _cli(db_path, "--all")[0] == 1
+
+
+def test_refusals_exit_2(store: fe.Store, db_path: Path) -> None:
+    with pytest.raises(fe.RunNotFound):
+        store.verify_run("nope")
+    assert _cli(db_path, "nope")[0] == 2
+    assert _cli(db_path)[0] == 2
+    assert _cli(db_path, "r", "--all")[0] == 2
+
+
+# -- the property: any single-byte change of any body breaks the chain at that event ---------
+
+
+@pytest.fixture(scope="module")
+def chain(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[fe.Store, list[tuple[int, int, bytes]]]]:
+    tmp = tmp_path_factory.mktemp("chain")
+    with fe.Store.open(":memory:") as store:
+        run = record_sample(store, tmp)
+        untrigger(store)
+        rows = [
+            (int(p), int(s), str(b).encode())
+            for p, s, b in store.conn.execute(
+                "SELECT position, seq, body FROM log WHERE run_id = ? ORDER BY seq", (run.id,)
+            )
+        ]
+        yield store, rows
+
+
+@given(data=st.data())
+def test_any_single_byte_change_in_a_body_breaks_the_chain_there(
+    chain: tuple[fe.Store, list[tuple[int, int, bytes]]], data: st.DataObject
+) -> None:
+    store, rows = chain
+    position, seq, body = data.draw(st.sampled_from(rows))
+    at = data.draw(st.integers(0, len(body) - 1))
+    byte = data.draw(st.integers(0, 255).filter(lambda b: b != body[at]))
+    changed = body[:at] + bytes([byte]) + body[at + 1 :]
+    try:
+        value: str | bytes = changed.decode()
+    except UnicodeDecodeError:
+        value = changed  # not UTF-8 any more: stored as a BLOB, still caught
+    store.conn.execute("UPDATE log SET body = ? WHERE position = ?", (value, position))
+    try:
+        found = kinds_at(store.verify_run("r1"))
+    finally:
+        store.conn.execute("UPDATE log SET body = ? WHERE position = ?", (body.decode(), position))
+    assert ("row-digest", seq) in found
+    assert all(s is not None and s >= seq for _, s in found)  # nothing before it is blamed
