@@ -1,0 +1,135 @@
+"""A small model of an executor's calls, recorded on a Run or replayed on a Replayer.
+
+A ``Step`` is one action step: begin, one or two attempts (the first may fail), end with
+an outcome and a branch. Recording returns, for every (step index, what) the entry seq,
+so a test can say exactly where a mutation must be reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hypothesis import strategies as st
+
+import forkline_es as fe
+
+ART = "sha256:" + "ab" * 32
+ART2 = "sha256:" + "cd" * 32
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    path: str
+    arguments: Any = None
+    operation: str = "http.get"
+    retried: bool = False
+    result: Any = 0
+    outcome: str = "succeeded"
+    branch: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class History:
+    inputs: Any = None
+    steps: tuple[Step, ...] = ()
+    status: str = "succeeded"
+    outputs: Any = field(default=None)
+
+
+@st.composite
+def steps(draw: st.DrawFn, path: str) -> Step:
+    return Step(
+        path=path,
+        arguments=draw(values),
+        operation=draw(st.sampled_from(["http.get", "db.put"])),
+        retried=draw(st.booleans()),
+        result=draw(values),
+        outcome=draw(st.sampled_from(["succeeded", "failed"])),
+        branch=draw(st.none() | st.builds(lambda n: {"arm": n}, st.integers(0, 2))),
+    )
+
+
+@st.composite
+def histories(draw: st.DrawFn, min_steps: int = 1, max_steps: int = 5) -> History:
+    n = draw(st.integers(min_steps, max_steps))
+    return History(
+        inputs=draw(values),
+        steps=tuple(draw(steps(f"s{i}")) for i in range(n)),
+        status=draw(st.sampled_from(["succeeded", "failed"])),
+        outputs=draw(values),
+    )
+
+
+def _conclude_args(h: History) -> dict[str, Any]:
+    return {"outputs": h.outputs} if h.status == "succeeded" else {}
+
+
+def record(store: fe.Store, h: History) -> tuple[str, dict[tuple[int, str], int]]:
+    """Record ``h`` as a new run; returns its id and where each step's calls landed."""
+    run = store.start_run("wf/replay", inputs=h.inputs)
+    at: dict[tuple[int, str], int] = {}
+    for k, s in enumerate(h.steps):
+        at[k, "begin"] = run.begin_step(s.path, arguments=s.arguments)
+        attempts = 2 if s.retried else 1
+        for attempt in range(1, attempts + 1):
+            seq = run.invoke(s.path, attempt, s.operation, ART, "ambiguous", arguments=s.arguments)
+            at.setdefault((k, "invoke"), seq)
+            last = attempt == attempts
+            at[k, "result"] = run.result(
+                s.path, attempt, "succeeded" if last else "failed", None if last else "retry",
+                result=s.result if last else None,
+            )
+        at[k, "end"] = run.end_step(s.path, s.outcome, branch=s.branch)
+    at[-1, "conclude"] = run.conclude(h.status, **_conclude_args(h))
+    return run.id, at
+
+
+def replay(rp: fe.Replayer, h: History) -> None:
+    """Drive the Replayer with the calls ``h`` makes (results come from the record)."""
+    for s in h.steps:
+        rp.begin_step(s.path, arguments=s.arguments)
+        for attempt in range(1, (2 if s.retried else 1) + 1):
+            rp.invoke(s.path, attempt, s.operation, ART, arguments=s.arguments)
+        rp.end_step(s.path, s.outcome, branch=s.branch)
+    rp.conclude(h.status, **_conclude_args(h))
+    rp.finish()
+
+
+def other(value: Any) -> Any:
+    """A value surely different from ``value`` in the typed domain."""
+    return ["changed", value]
+
+
+#: mutation -> (where in the record it first shows, the divergence kind)
+MUTATIONS: dict[str, tuple[str, str]] = {
+    "arguments": ("begin", "arguments"),
+    "operation": ("invoke", "operation"),
+    "result": ("result", "result"),
+    "outcome": ("end", "outcome"),
+    "branch": ("end", "branch"),
+}
+
+
+def mutate(h: History, k: int, what: str) -> History:
+    s = h.steps[k]
+    if what == "arguments":
+        s = replace(s, arguments=other(s.arguments))
+    elif what == "operation":
+        s = replace(s, operation="changed.op")
+    elif what == "result":
+        s = replace(s, result=other(s.result))
+    elif what == "outcome":
+        s = replace(s, outcome="skipped" if s.outcome != "skipped" else "failed")
+    elif what == "branch":
+        s = replace(s, branch={"case": "other"})
+    else:
+        raise AssertionError(what)
+    return replace(h, steps=h.steps[:k] + (s,) + h.steps[k + 1 :])
