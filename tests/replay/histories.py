@@ -18,7 +18,10 @@ ART = "sha256:" + "ab" * 32
 ART2 = "sha256:" + "cd" * 32
 
 values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=4),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=6,
@@ -84,7 +87,10 @@ def record(store: fe.Store, h: History) -> tuple[str, dict[tuple[int, str], int]
             at.setdefault((k, "invoke"), seq)
             last = attempt == attempts
             at[k, "result"] = run.result(
-                s.path, attempt, "succeeded" if last else "failed", None if last else "retry",
+                s.path,
+                attempt,
+                "succeeded" if last else "failed",
+                None if last else "retry",
                 result=s.result if last else None,
             )
         at[k, "end"] = run.end_step(s.path, s.outcome, branch=s.branch)

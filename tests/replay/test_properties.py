@@ -31,7 +31,12 @@ def test_one_mutation_is_reported_where_it_first_shows_with_its_kind(h, data) ->
         first = fe.diff_runs(store, a, b).first
     where, kind = MUTATIONS[what]
     assert first is not None
-    assert (first.kind, first.path, first.seq_a, first.seq_b) == (kind, h.steps[k].path, at[k, where], at[k, where])
+    assert (first.kind, first.path, first.seq_a, first.seq_b) == (
+        kind,
+        h.steps[k].path,
+        at[k, where],
+        at[k, where],
+    )
 
 
 @given(histories(min_steps=0), st.data())
@@ -53,7 +58,9 @@ def _variant(h, data):
     """The history a replay runs: the same, one mutation, one insertion or one removal."""
     how = data.draw(st.sampled_from(["same", "mutate", "insert", "remove"]))
     if how == "mutate":
-        return mutate(h, data.draw(st.integers(0, len(h.steps) - 1)), data.draw(st.sampled_from(sorted(MUTATIONS))))
+        return mutate(
+            h, data.draw(st.integers(0, len(h.steps) - 1)), data.draw(st.sampled_from(sorted(MUTATIONS)))
+        )
     if how == "insert":
         k = data.draw(st.integers(0, len(h.steps)))
         return replace(h, steps=h.steps[:k] + (Step("inserted"),) + h.steps[k:])
@@ -83,7 +90,11 @@ def test_the_guard_and_the_diff_agree(h, data) -> None:
         assert diff.is_match, diff.first
     else:
         assert diff.first is not None
-        assert (violation.kind, violation.path, violation.seq) == (diff.first.kind, diff.first.path, diff.first.seq_a)
+        assert (violation.kind, violation.path, violation.seq) == (
+            diff.first.kind,
+            diff.first.path,
+            diff.first.seq_a,
+        )
     # results are served from the record, so a changed result alone is no violation
     assert (violation is None) == (_calls(variant) == _calls(h))
 
