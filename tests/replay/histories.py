@@ -138,4 +138,4 @@ def mutate(h: History, k: int, what: str) -> History:
         s = replace(s, branch={"case": "other"})
     else:
         raise AssertionError(what)
-    return replace(h, steps=h.steps[:k] + (s,) + h.steps[k + 1 :])
+    return replace(h, steps=(*h.steps[:k], s, *h.steps[k + 1 :]))

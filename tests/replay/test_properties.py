@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forkline_es as fe
+
 from .histories import MUTATIONS, Step, histories, mutate, record, replay
 
 
@@ -43,7 +44,7 @@ def test_one_mutation_is_reported_where_it_first_shows_with_its_kind(h, data) ->
 def test_one_inserted_step_is_one_extra_step_and_its_removal_one_missing_step(h, data) -> None:
     k = data.draw(st.integers(0, len(h.steps)))
     new = data.draw(st.builds(Step, path=st.just("inserted"), retried=st.booleans()))
-    longer = replace(h, steps=h.steps[:k] + (new,) + h.steps[k:])
+    longer = replace(h, steps=(*h.steps[:k], new, *h.steps[k:]))
     with fe.Store.open(":memory:") as store:
         a, _ = record(store, h)
         b, at = record(store, longer)
@@ -63,7 +64,7 @@ def _variant(h, data):
         )
     if how == "insert":
         k = data.draw(st.integers(0, len(h.steps)))
-        return replace(h, steps=h.steps[:k] + (Step("inserted"),) + h.steps[k:])
+        return replace(h, steps=(*h.steps[:k], Step("inserted"), *h.steps[k:]))
     if how == "remove":
         k = data.draw(st.integers(0, len(h.steps) - 1))
         return replace(h, steps=h.steps[:k] + h.steps[k + 1 :])
