@@ -1,0 +1,76 @@
+"""`forkline-es diff` and `export`: exit codes, --json shape, --all, --baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import forkline_es as fe
+from forkline_es.cli import main
+
+from .histories import ART
+
+
+def _run(store: fe.Store, op: str = "op", status: str = "succeeded") -> str:
+    run = store.start_run("wf")
+    run.begin_step("a")
+    run.invoke("a", 1, op, ART, "ambiguous")
+    run.end_step("a", "succeeded")
+    run.conclude(status)
+    return run.id
+
+
+def _runs(db: Path) -> tuple[str, str, str]:
+    with fe.Store.open(db) as store:
+        return _run(store), _run(store), _run(store, op="other", status="failed")
+
+
+def test_diff_exit_codes_and_text(db_path: Path) -> None:
+    a, b, c = _runs(db_path)
+    runner = CliRunner()
+    same = runner.invoke(main, ["diff", "--db", str(db_path), a, b])
+    assert same.exit_code == 0 and "match" in same.output
+    differ = runner.invoke(main, ["diff", "--db", str(db_path), a, c])
+    assert differ.exit_code == 1
+    assert "first divergence: operation at step 'a'" in differ.output and "--all" in differ.output
+    refused = runner.invoke(main, ["diff", "--db", str(db_path), a, "nope"])
+    assert refused.exit_code == 2 and "run-not-found" in refused.output
+    usage = runner.invoke(main, ["diff", "--db", str(db_path), a])
+    assert usage.exit_code == 2
+
+
+def test_diff_json_shape_and_all(db_path: Path) -> None:
+    a, _, c = _runs(db_path)
+    runner = CliRunner()
+    first = json.loads(runner.invoke(main, ["diff", "--db", str(db_path), "--json", a, c]).output)
+    assert set(first) == {"match", "count", "first", "divergences"}
+    assert first["match"] is False and first["count"] == 2 and len(first["divergences"]) == 1
+    assert first["first"] == {
+        "kind": "operation",
+        "path": "a",
+        "seq_a": 3,
+        "seq_b": 3,
+        "changes": [{"pointer": "/operation", "old": "op", "new": "other"}],
+    }
+    every = json.loads(runner.invoke(main, ["diff", "--db", str(db_path), "--json", "--all", a, c]).output)
+    assert [d["kind"] for d in every["divergences"]] == ["operation", "conclusion"]
+
+
+def test_export_and_diff_against_a_baseline(db_path: Path, tmp_path: Path) -> None:
+    a, b, c = _runs(db_path)
+    runner = CliRunner()
+    full = runner.invoke(main, ["export", "--db", str(db_path), a])
+    with fe.Store.open(db_path) as store:
+        assert full.output.encode() == store.export_run_record(a) + b"\n"
+    golden = tmp_path / "run.golden.json"
+    exported = runner.invoke(main, ["export", "--db", str(db_path), "--baseline", a])
+    assert exported.exit_code == 0 and a not in exported.output
+    golden.write_text(exported.output)
+    ok = runner.invoke(main, ["diff", "--db", str(db_path), "--baseline", str(golden), b])
+    assert ok.exit_code == 0
+    bad = runner.invoke(main, ["diff", "--db", str(db_path), "--baseline", str(golden), c])
+    assert bad.exit_code == 1
+    missing = runner.invoke(main, ["diff", "--db", str(db_path), "--baseline", str(tmp_path / "no.json"), b])
+    assert missing.exit_code == 2 and "invalid-request" in missing.output
