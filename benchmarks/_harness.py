@@ -114,13 +114,17 @@ def paired(
     target: float | None = None,
     note: str = "",
 ) -> Row:
-    """Run ``theirs`` then ``ours`` ``repeats`` times, alternating; one row of medians."""
+    """Run ``theirs`` and ``ours`` ``repeats`` times each, interleaved; one row of medians."""
     mine: list[float] = []
     peers: list[float] = []
     ratios: list[float] = []
-    for _ in range(repeats):
-        t = theirs().rate
-        o = ours().rate
+    for i in range(repeats):
+        if i % 2:  # alternate who goes first, so neither side always meets a warmer machine
+            o = ours().rate
+            t = theirs().rate
+        else:
+            t = theirs().rate
+            o = ours().rate
         peers.append(t)
         mine.append(o)
         ratios.append(o / t if t else float("inf"))
