@@ -315,3 +315,25 @@ def test_a_foreign_redaction_policy_is_refused(db_path: Path) -> None:
 
     with pytest.raises(fe.InvalidRequest):
         fe.RunRecorder(db_path, redaction_policy=ForklinePolicy())  # type: ignore[arg-type]
+
+
+def test_verify_diff_and_eviction_work_on_forkline_runs(recorder: fe.RunRecorder) -> None:
+    ids = []
+    for status in ("success", "error"):
+        run_id = recorder.start_run("agent.py")
+        recorder.log_event(run_id, "input", {"prompt": "hello"})
+        recorder.end_run(run_id, status)
+        ids.append(run_id)
+    store = recorder.store
+    report = store.verify_run(ids[0])
+    assert report.ok, report.problems
+    assert not fe.diff_runs(store, ids[0], ids[1]).is_match  # succeeded vs failed
+    assert fe.diff_runs(store, ids[0], ids[0]).is_match
+    store.evict_run(ids[0], reason="test")
+    assert recorder.get_run(ids[0]) is None
+    assert recorder.get_events(ids[0]) == []
+    assert len(recorder.get_events(ids[1])) == 1
+    with pytest.raises(fe.RunNotRetained):
+        recorder.log_event(ids[0], "input", {})
+    with pytest.raises(fe.Conflict):
+        recorder.start_run("agent.py", run_id=ids[0])  # an evicted run's id is never reused
