@@ -12,6 +12,7 @@ import pytest
 
 import forkline_es as fe
 from forkline_es.demo import demo_ids, record_demo
+
 from .blocks import SHELL, Block, blocks, commands, doc_files
 
 TIMEOUT_S = 120
