@@ -95,6 +95,32 @@ def _inspect(conn: Connection, path: str) -> tuple[int, int, int]:
     return int(app_id), int(version), int(objects)
 
 
+def _inspect_read_only(path: str) -> tuple[int, int, int]:
+    """``_inspect`` through a read-only connection, which never checkpoints a WAL."""
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as e:
+        raise StoreError(f"cannot open {path}: {e}") from None
+    try:
+        return _inspect(conn, path)
+    finally:
+        conn.close()
+
+
+def _judge(path: str, app_id: int, version: int, objects: int) -> None:
+    """Refuse another application's database or a newer schema, saying which."""
+    if app_id != APPLICATION_ID and (objects > 0 or app_id != 0):
+        raise StoreError(
+            f"{path} is a SQLite database of another application "
+            f"(application_id {app_id:#x}); forkline_es will not write to it"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has forkline_es schema version {version}, newer than this "
+            f"forkline_es supports ({SCHEMA_VERSION}); upgrade forkline_es to open it"
+        )
+
+
 def _migrate(conn: Connection, path: str, current: int) -> None:
     """Step user_version from ``current`` to SCHEMA_VERSION, one transaction per step."""
     for version in range(current, SCHEMA_VERSION):
@@ -120,6 +146,10 @@ def open_connection(
         raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
     spath = os.fspath(path)
     _refuse_foreign_file(spath)
+    if spath != ":memory:" and os.path.exists(spath + "-wal"):
+        # A WAL left by a crash (or kept by another process): a read-write connection
+        # would checkpoint it into the file when it closes. Judge the file read-only first.
+        _judge(spath, *_inspect_read_only(spath))
     if spath != ":memory:":
         Path(spath).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -129,16 +159,7 @@ def open_connection(
     try:
         conn.set_busy_timeout(busy_timeout_ms)
         app_id, version, objects = _inspect(conn, spath)
-        if app_id != APPLICATION_ID and (objects > 0 or app_id != 0):
-            raise StoreError(
-                f"{spath} is a SQLite database of another application "
-                f"(application_id {app_id:#x}); forkline_es will not write to it"
-            )
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{spath} has forkline_es schema version {version}, newer than this "
-                f"forkline_es supports ({SCHEMA_VERSION}); upgrade forkline_es to open it"
-            )
+        _judge(spath, app_id, version, objects)
         if objects == 0:
             # Before the WAL step writes the header: an empty file is the only one that
             # takes auto_vacuum without a VACUUM; it lets retention's gc shrink the file.

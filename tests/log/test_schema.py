@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,3 +149,40 @@ def test_an_empty_file_becomes_a_new_store(tmp_path: Path) -> None:
     with fe.Store.open(path) as store:
         store.start_run("wf")
     assert _pragma(path, "application_id") == APPLICATION_ID
+
+
+def _crash_after(path: Path, statements: str) -> None:
+    """Run ``statements`` in another process that dies without closing: its WAL stays."""
+    code = f"import apsw, os\nc = apsw.Connection({str(path)!r})\nc.execute({statements!r})\nos._exit(0)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("statements", "says"),
+    [
+        (f"PRAGMA user_version = {SCHEMA_VERSION + 1}", "newer"),
+        ("PRAGMA application_id = 77", "another application"),
+    ],
+    ids=["newer-schema", "foreign-app"],
+)
+def test_a_refused_file_with_a_crashed_writers_wal_keeps_file_and_wal(
+    db_path: Path, statements: str, says: str
+) -> None:
+    with fe.Store.open(db_path) as store:
+        store.start_run("wf")
+    _crash_after(db_path, statements)
+    wal = db_path.with_name(db_path.name + "-wal")
+    assert wal.stat().st_size > 0  # the refusal is in the WAL only
+    before, wal_before, files = _digest(db_path), _digest(wal), _siblings(db_path)
+    with pytest.raises(fe.StoreError, match=says):
+        fe.Store.open(db_path)
+    assert (_digest(db_path), _digest(wal)) == (before, wal_before)  # not checkpointed
+    assert _siblings(db_path) == files
+
+
+def test_a_store_with_a_crashed_writers_wal_opens_with_its_events(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        run_id = store.start_run("wf", inputs={"a": 1}).id
+    _crash_after(db_path, "PRAGMA user_version")  # a reader that died: WAL and shm stay
+    with fe.Store.open(db_path) as store:
+        assert store.get_run_record(run_id)["run"]["id"] == run_id
