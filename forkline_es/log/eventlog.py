@@ -183,6 +183,11 @@ class EventLog:
         row = self.conn.execute("SELECT max(position) FROM log").fetchall()[0][0]
         return int(row or 0)
 
+    def end_position(self) -> int:
+        """The highest position ever given out: above ``max_position`` once the newest run is evicted."""
+        rows = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()
+        return max(int(rows[0][0]) if rows else 0, self.max_position())
+
     def run_exists(self, run_id: str, cur: Cursor | None = None) -> bool:
         c = cur if cur is not None else self.conn.cursor()
         return bool(c.execute("SELECT 1 FROM log WHERE run_id = ? AND seq = 1", (run_id,)).fetchall())

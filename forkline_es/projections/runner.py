@@ -198,7 +198,7 @@ class Projections:
 
     def _refold(self, cur: Cursor, progress: Progress | None = None) -> int:
         self._cache.clear()
-        total = self.log.max_position()
+        total = self.log.end_position()  # evicted rows at the top were folded too
         folded = 0
         for table in self.tables:
             cur.execute(f"DROP TABLE IF EXISTS {table}")

@@ -246,3 +246,11 @@ def test_the_file_shrinks_after_eviction_and_gc(db_path: Path) -> None:
     after = os.path.getsize(db_path)
     assert after < full / 4
     assert after < evicted_only
+
+
+def test_rebuild_agrees_after_evicting_the_newest_run(store: fe.Store) -> None:
+    """A rebuild marks the projectors at the highest position ever given out, not at max(position)."""
+    record(store)
+    newest = record(store)
+    store.evict_run(newest, reason="the top of the log goes")
+    assert store.check_projections() == []

@@ -1,0 +1,198 @@
+"""Random recording interleaved with random retention: nothing mandatory is lost, nothing else moves."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import invariant, precondition, rule
+
+import forkline_es as fe
+from forkline_es.retention.policy import PAYLOAD_CLASSES
+from forkline_es.testing.histories import HistoryMachine, reference_documents
+
+LATER = datetime.now(UTC) + timedelta(days=1)
+CLASSES = sorted(PAYLOAD_CLASSES)
+
+
+def reduced_only(before: Any, after: Any) -> bool:
+    """``after`` equals ``before`` except slots that went from present to removed (value dropped)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        if "class" in before and "state" in before and before != after:
+            rest = {k: v for k, v in before.items() if k not in ("state", "value")}
+            return before["state"] == "present" and after == {**rest, "state": "removed"}
+        return before.keys() == after.keys() and all(reduced_only(before[k], after[k]) for k in before)
+    if isinstance(before, list) and isinstance(after, list):
+        return len(before) == len(after) and all(
+            reduced_only(b, a) for b, a in zip(before, after, strict=True)
+        )
+    return bool(before == after)
+
+
+class RetentionMachine(HistoryMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.evicted: set[str] = set()
+        self.purged: set[str] = set()
+        self.positions: set[int] = set()
+        self.top = 0
+        self.acked: int | None = None  # checkpoint of the one consumer, when registered
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _retained(self) -> list[str]:
+        return sorted(r for r in self.handles if r not in self.evicted)
+
+    def _completed(self) -> list[str]:
+        return [r for r in self._retained() if self.handles[r]._state.concluded]
+
+    def _has_completed(self) -> bool:
+        return bool(self._completed())
+
+    def _snapshot(self) -> dict[str, tuple[Any, Any, dict[str, Any]]]:
+        conn = self.store.conn
+        out = {}
+        for run_id in self._retained():
+            log = conn.execute("SELECT * FROM log WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+            values = conn.execute(
+                "SELECT p.* FROM payload AS p JOIN log AS l USING (position) "
+                "WHERE l.run_id = ? ORDER BY 1, 2",
+                (run_id,),
+            ).fetchall()
+            out[run_id] = (log, values, self.store.get_run_record(run_id))
+        return out
+
+    def _check_after(self, before: dict[str, tuple[Any, Any, dict[str, Any]]], touched: set[str]) -> None:
+        """Untouched runs are byte-identical; touched retained runs only lost values."""
+        after = self._snapshot()
+        for run_id, (log, values, doc) in before.items():
+            if run_id in self.evicted:
+                assert run_id not in after
+                continue
+            if run_id not in touched:
+                assert after[run_id] == (log, values, doc), run_id
+                continue
+            new_log, new_values, new_doc = after[run_id]
+            assert new_log[: len(log)] == log  # only appended to (the payloads-removed event)
+            assert set(new_values) <= set(values)
+            assert reduced_only(doc, new_doc), run_id
+
+    def _parent_retained(self, run_id: str) -> bool:
+        rows = self.store.conn.execute(
+            "SELECT parent FROM run_summary WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        parent = rows[0][0] if rows else None
+        return parent is not None and parent in self.handles and parent not in self.evicted
+
+    def _unacked(self, run_id: str) -> bool:
+        if self.acked is None:
+            return False
+        pos = self.store.conn.execute(
+            "SELECT position FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run_id,)
+        ).fetchall()[0][0]
+        return bool(pos > self.acked)
+
+    # -- retention rules -------------------------------------------------------------------
+
+    @precondition(_has_completed)
+    @rule(data=st.data())
+    def remove_payloads(self, data: st.DataObject) -> None:
+        run_id = data.draw(st.sampled_from(self._completed()), label="reduce")
+        classes = data.draw(st.none() | st.sets(st.sampled_from(CLASSES), min_size=1), label="classes")
+        before = self._snapshot()
+        self.store.remove_payloads(run_id, classes)
+        self._check_after(before, {run_id})
+
+    @precondition(_has_completed)
+    @rule(data=st.data(), force=st.booleans())
+    def evict(self, data: st.DataObject, force: bool) -> None:
+        run_id = data.draw(st.sampled_from(self._completed()), label="evict")
+        refused = not force and (self._parent_retained(run_id) or self._unacked(run_id))
+        before = self._snapshot()
+        try:
+            self.store.evict_run(run_id, reason="test", force=force)
+        except fe.Conflict:
+            assert refused
+        else:
+            assert not refused
+            self.evicted.add(run_id)
+        self._check_after(before, set())
+
+    @rule(
+        keep_last=st.none() | st.integers(0, 2),
+        max_age=st.none() | st.just("0s"),
+        drop=st.none() | st.just("0s"),
+        classes=st.none() | st.sets(st.sampled_from(CLASSES), min_size=1),
+    )
+    def apply_policy(
+        self, keep_last: int | None, max_age: str | None, drop: str | None, classes: Any
+    ) -> None:
+        policy = fe.RetentionPolicy(keep_last, max_age, drop, classes)
+        before = self._snapshot()
+        unacked = {r for r in self._completed() if self._unacked(r)}
+        report = self.store.apply_retention(policy, now=LATER)
+        gone = {e.run_id for e in report.evicted}
+        for run_id in gone:
+            assert self.handles[run_id]._state.concluded  # non-terminal runs are never touched
+            assert run_id not in unacked
+        self.evicted |= gone
+        self._check_after(before, {r.run_id for r in report.reduced})
+
+    @rule()
+    def purge(self) -> None:
+        self.store.purge_tombstones("0s", now=LATER)
+        self.purged |= self.evicted
+
+    @precondition(lambda self: self.acked is None)
+    @rule()
+    def register(self) -> None:
+        self.acked = self.store.register_consumer("watcher").position
+
+    @precondition(lambda self: self.acked is not None)
+    @rule(data=st.data())
+    def acknowledge(self, data: st.DataObject) -> None:
+        feed = self.store.completions("watcher", limit=5)
+        if feed:
+            position = data.draw(st.sampled_from([c.position for c in feed]), label="ack")
+            self.acked = self.store.acknowledge("watcher", position).position
+
+    # -- invariants ------------------------------------------------------------------------
+
+    @invariant()
+    def evicted_runs_refuse(self) -> None:
+        for run_id in self.evicted:
+            expected = fe.RunNotFound if run_id in self.purged else fe.RunNotRetained
+            try:
+                self.store.get_run_record(run_id)
+            except fe.RecordError as e:
+                assert type(e) is expected, (run_id, e)
+            else:
+                raise AssertionError(f"{run_id} is still readable")
+        listed = {r["id"] for r in self.store.list_runs()}
+        assert listed == set(self._retained())
+
+    @invariant()
+    def positions_are_never_reused(self) -> None:
+        now = {p for (p,) in self.store.conn.execute("SELECT position FROM log")}
+        assert all(p > self.top for p in now - self.positions)
+        self.positions |= now
+        self.top = max(self.positions, default=0)
+
+    @invariant()
+    def documents_match_the_log(self) -> None:
+        reference = reference_documents(self.store.conn)
+        assert set(reference) == set(self._retained())
+        for run_id, doc in reference.items():
+            assert self.store.get_run_record(run_id) == doc
+
+    def teardown(self) -> None:
+        try:
+            assert self.store.check_projections() == []  # rebuild on a copy equals the incremental state
+        finally:
+            super().teardown()
+
+
+RetentionMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25)
+TestRetention = RetentionMachine.TestCase
