@@ -115,3 +115,13 @@ def test_read_command_on_a_missing_database_suggests_the_demo(path: str, tmp_pat
     assert result.exit_code == 2, result.output
     assert "forkline-es demo" in result.stderr
     assert not db.exists()
+
+
+def test_relative_links_point_at_files() -> None:
+    """A link to a doc or a source file that moved is rot too."""
+    link = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in link.findall(doc.read_text(encoding="utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)} links to missing {target}"
