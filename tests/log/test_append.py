@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,31 @@ def test_a_writer_blocked_by_another_writers_lock_gets_conflict_and_writes_nothi
         positions, _ = EventLog(waiter).append(chain("r", 2))  # the retry goes through
         assert len(positions) == 2
     finally:
+        holder.close()
+        waiter.close()
+
+
+def test_a_writer_waits_for_a_lock_released_within_its_busy_timeout(db_path: Path) -> None:
+    holder = open_connection(db_path)
+    waiter = open_connection(db_path, busy_timeout_ms=60_000)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO projector (name, version, position) VALUES ('held', 1, 0)")
+    released = threading.Event()
+
+    def release() -> None:
+        time.sleep(0.05)
+        holder.execute("COMMIT")
+        released.set()
+
+    thread = threading.Thread(target=release)
+    try:
+        thread.start()
+        positions, _ = EventLog(waiter).append(chain("r", 2))
+        assert released.is_set()  # it got the lock only after the holder committed
+        assert len(positions) == 2
+        assert _counts(waiter) == (2, 0)
+    finally:
+        thread.join()
         holder.close()
         waiter.close()
 
