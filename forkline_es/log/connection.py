@@ -127,6 +127,7 @@ def _inspect_read_only(path: str) -> tuple[int, int, int]:
     except apsw.Error as e:
         raise StoreError(f"cannot open {path}: {e}") from None
     try:
+        conn.set_busy_handler(_busy_waiter(BUSY_TIMEOUT_MS))  # another process may be recovering it
         return _inspect(conn, path)
     finally:
         conn.close()
