@@ -51,4 +51,6 @@ class StepView(msgspec.Struct, frozen=True, omit_defaults=True):
     code: str | None = None
     branch: dict[str, Any] | None = None
     attempt: int | None = None
+    #: the ``arguments`` recorded when the step began: reported when the latest attempt has none
+    begun_arguments: SlotRef | None = None
     slots: dict[str, SlotRef] = {}

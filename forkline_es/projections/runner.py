@@ -36,7 +36,7 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 1
+CORE_VERSION: Final = 2
 
 Progress = Callable[[int, int], None]
 

@@ -62,7 +62,9 @@ CREATE TABLE IF NOT EXISTS payload_removal (
 ) WITHOUT ROWID;
 """
 
-_summary_enc: Final = msgspec.json.Encoder()
+#: Sorted members: state folded from a caller's event must equal the state a rebuild folds
+#: from the stored canonical body byte for byte, whatever order the caller's maps had.
+_summary_enc: Final = msgspec.json.Encoder(order="sorted")
 _summary_dec: Final = msgspec.json.Decoder(RunSummary)
 _step_dec: Final = msgspec.json.Decoder(StepView)
 

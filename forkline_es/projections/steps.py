@@ -1,6 +1,8 @@
 """Step views: a pure fold ``(view, row, event) -> view`` per step path.
 
-Only active entries count: after a recovery the runner refolds the touched paths from
+Attempt-dependent slots (``arguments``, ``result``, ``details``) and the code describe
+the latest attempt in the reported generation (002, Record Payloads). Only active
+entries count: after a recovery the runner refolds the touched paths from
 their remaining entries (``refold``), so a superseded entry leaves no trace in the view
 while the entries projection still shows it. A step reused from an earlier generation
 keeps that generation.
@@ -40,11 +42,18 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
     gen = row.generation
     match event:
         case StepBegun():
-            base = view or StepView(path=event.path, generation=gen)
-            return replace(base, generation=gen, slots={**base.slots, **_refs(row, event.slots)})
+            # A begin in a later generation starts the occurrence afresh: earlier attempts
+            # belong to another generation than the one the view reports.
+            base = view if view is not None and view.generation == gen else StepView(event.path, gen)
+            own = _refs(row, event.slots)
+            return replace(
+                base, generation=gen, begun_arguments=own.get("arguments"), slots={**base.slots, **own}
+            )
         case ActionInvoked():
             base = view or StepView(path=event.path, generation=gen)
-            kept = {k: v for k, v in base.slots.items() if k not in _ATTEMPT_SLOTS or k == "arguments"}
+            kept = {k: v for k, v in base.slots.items() if k not in _ATTEMPT_SLOTS}
+            if base.begun_arguments is not None:
+                kept["arguments"] = base.begun_arguments  # the step's own, not an earlier attempt's
             return replace(
                 base,
                 generation=gen,
@@ -53,8 +62,8 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
                 slots={**kept, **_refs(row, event.slots)},
             )
         case ActionResult():
-            if view is None:
-                return None
+            if view is None or view.attempt != event.attempt:
+                return view  # only the latest attempt's result describes the step
             return replace(
                 view,
                 generation=gen,
