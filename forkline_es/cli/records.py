@@ -1,9 +1,159 @@
-"""`forkline-es` commands for records."""
+"""`forkline-es runs | show | step | log | rebuild`: read the run records, refold the projections.
+
+Each command opens the store, calls one library operation and renders it: rich tables on a
+terminal, tab-separated text when piped, ``--json`` for machines. Exit status per api.md.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import click
+
+from forkline_es.cli._common import (
+    EXIT_DIFFERENCE,
+    db_option,
+    echo_json,
+    json_option,
+    open_for_read,
+    print_table,
+    refusals,
+)
+from forkline_es.records.operations import log_events
 
 __all__ = ["COMMANDS"]
 
-COMMANDS: list[click.Command] = []
+Progress = Callable[[int, int], None]
+
+_ENTRY_DETAIL = (
+    "path",
+    "attempt",
+    "operation",
+    "dispatch",
+    "code",
+    "child",
+    "supersedes",
+    "status",
+    "reason",
+)
+
+
+def _slots(payloads: dict[str, Any]) -> str:
+    return ", ".join(f"{name}={slot['state']}" for name, slot in payloads.items())
+
+
+def _detail(entry: dict[str, Any]) -> str:
+    if entry["kind"] == "step":
+        step = entry["step"]
+        return f"{step['path']} {step['status']} {step.get('outcome', '')}".rstrip()
+    return " ".join(f"{k}={entry[k]}" for k in _ENTRY_DETAIL if k in entry)
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Progress | None]:
+    """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress("folding", *columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("events", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+@click.command()
+@click.option("--workflow", default=None, help="Only runs of this workflow identity (children included).")
+@db_option
+@json_option
+def runs(workflow: str | None, db: str, as_json: bool) -> None:
+    """List every retained run (summaries, no payloads)."""
+    with open_for_read(db) as store, refusals():
+        listed = store.list_runs(workflow)
+    if as_json:
+        return echo_json(listed)
+    columns = ("id", "workflow", "status", "started_at", "dry_run", "parent", "name")
+    print_table("runs", columns, [[s.get(c) for c in columns] for s in listed])
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@db_option
+@json_option
+def show(run_id: str, db: str, as_json: bool) -> None:
+    """Show RUN's run record document: summary, steps, payloads, entries."""
+    with open_for_read(db) as store, refusals():
+        doc = store.get_run_record(run_id)
+    if as_json:
+        return echo_json(doc)
+    print_table(f"run {run_id}", ("member", "value"), sorted(doc["run"].items()))
+    print_table(
+        "run payloads",
+        ("slot", "class", "state"),
+        [(k, v["class"], v["state"]) for k, v in doc["payloads"].items()],
+    )
+    steps = [
+        (p, s["generation"], s["status"], s.get("outcome"), s.get("code"), _slots(s["payloads"]))
+        for p, s in doc["steps"].items()
+    ]
+    print_table("steps", ("path", "generation", "status", "outcome", "code", "payloads"), steps)
+    entries = [(e["seq"], e["generation"], e["kind"], _detail(e)) for e in doc.get("entries", [])]
+    print_table("entries", ("seq", "generation", "kind", "detail"), entries)
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.argument("path", metavar="PATH")
+@db_option
+@json_option
+def step(run_id: str, path: str, db: str, as_json: bool) -> None:
+    """Show the step record at PATH in RUN, with its payload inventory."""
+    with open_for_read(db) as store, refusals():
+        record = store.get_step_record(run_id, path)
+    if as_json:
+        return echo_json(record)
+    facts = [
+        (k, record[k]) for k in ("path", "generation", "status", "outcome", "code", "branch") if k in record
+    ]
+    print_table(f"step {path}", ("member", "value"), facts)
+    slots = [(k, v["class"], v["state"], v.get("value", "")) for k, v in record["payloads"].items()]
+    print_table("payloads", ("slot", "class", "state", "value"), slots)
+
+
+@click.command(name="log")
+@click.argument("run_id", metavar="RUN")
+@db_option
+@json_option
+def log_(run_id: str, db: str, as_json: bool) -> None:
+    """Print RUN's raw log events in order (payload values stay in the payload table)."""
+    with open_for_read(db) as store, refusals():
+        events = log_events(store, run_id)
+    if as_json:
+        return echo_json(events)
+    columns = ("seq", "entry", "generation", "kind", "at", "key")
+    print_table(f"log of {run_id}", columns, [[e[c] for c in columns] for e in events])
+
+
+@click.command()
+@click.option("--check", is_flag=True, help="Rebuild into a scratch copy and report each difference.")
+@db_option
+def rebuild(check: bool, db: str) -> None:
+    """Drop and refold every projection from the log (--check: compare only, exit 1 on a difference)."""
+    with open_for_read(db) as store, refusals(), _progress_bar() as progress:
+        if not check:
+            folded = store.rebuild_projections(progress)
+            return click.echo(f"rebuilt every projection from {folded} events")
+        differences = store.check_projections(progress)
+    for line in differences:
+        click.echo(line)
+    if differences:
+        sys.exit(EXIT_DIFFERENCE)
+    click.echo("the projections equal a rebuild from the log")
+
+
+COMMANDS: list[click.Command] = [runs, show, step, log_, rebuild]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound
 from forkline_es.log.connection import Cursor
 from forkline_es.paths import path_problem
@@ -15,7 +17,7 @@ from forkline_es.values import canonical_json
 if TYPE_CHECKING:
     from forkline_es.store import Store
 
-__all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs"]
+__all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs", "log_events"]
 
 
 def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
@@ -62,3 +64,23 @@ def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
         record = render_step(view)
         resolve_slots(record["payloads"], run_values(cur, run_id))
         return record
+
+
+def log_events(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The run's raw log rows in seq order (bodies decoded, payload values left out), one snapshot."""
+    with store.log.snapshot() as cur:
+        _summary_or_refuse(store, cur, run_id)
+        return [
+            {
+                "position": row.position,
+                "seq": row.seq,
+                "entry": row.entry,
+                "generation": row.generation,
+                "kind": row.kind,
+                "at": row.at,
+                "key": row.key,
+                "body": msgspec.json.decode(row.body),
+                "digest": row.digest,
+            }
+            for row in store.log.read_run(run_id, cur)
+        ]

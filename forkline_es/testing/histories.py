@@ -229,8 +229,12 @@ class HistoryMachine(RuleBasedStateMachine):
         if not active:
             return
         dry = self.dry[run.id]
-        branch = st.none() | st.fixed_dictionaries({"case": st.sampled_from(["a", "b"])})
-        branch |= st.fixed_dictionaries({"arm": st.integers(0, 3)}) | st.just({"else": True})
+        branch: st.SearchStrategy[dict[str, Any] | None] = st.one_of(
+            st.none(),
+            st.sampled_from(["a", "b"]).map(lambda c: {"case": c}),
+            st.integers(0, 3).map(lambda a: {"arm": a}),
+            st.just({"else": True}),
+        )
         run.end_step(
             data.draw(st.sampled_from(active), label="path"),
             data.draw(st.sampled_from(_OUTCOMES), label="outcome"),
