@@ -25,6 +25,8 @@ GOOD_PATHS = ["a", "b", "a/0"]
 # Mostly valid arguments, so that runs get deep enough for the log-dependent rules to matter.
 PATHS = st.sampled_from(["a", "a", "a", "b", "b", "a/0", "a//b", "01"])
 ATTEMPTS = st.sampled_from([1, 1, 1, 2, 2, 3, 0, -1])
+INVOKE_DISPATCH = st.sampled_from(["not-dispatched", "not-dispatched", "ambiguous", "succeeded"])
+RESULT_DISPATCH = st.sampled_from(["succeeded", "succeeded", "failed", "not-dispatched"])
 NAN = float("nan")
 
 Outcome = tuple[str, Any]  # ("append", entry or None) | ("repeat", value) | ("refuse", code)
