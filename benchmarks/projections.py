@@ -1,0 +1,134 @@
+"""Projections: rebuild throughput over a generated log, and get_run_record latency.
+
+Rebuild: ``store.rebuild_projections()`` over a log of 1,000,000 events (``--quick``:
+50,000), run in a fresh subprocess so that its peak RSS (``resource.getrusage``) is the
+rebuild's own. The floor it is paired with scans the same log in position order and
+decodes every body with msgspec, folding nothing. Targets: >= 300,000 events/s and
+< 200 MB peak RSS.
+
+Latency: ``get_run_record`` for runs of 10, 1,000 and 10,000 steps (target < 50 ms at
+10,000).
+
+    python -m benchmarks.projections [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import forkline_es as fe
+from benchmarks._harness import Row, Timer, Trial, paired, single
+
+__all__ = ["main", "run"]
+
+_ARTIFACT: Final = "sha256:" + "ab" * 32
+
+_REBUILD: Final = """
+import json, resource, sys, time
+import forkline_es as fe
+store = fe.Store.open(sys.argv[1])
+t = time.perf_counter()
+n = store.rebuild_projections()
+s = time.perf_counter() - t
+print(json.dumps([n, s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+"""
+
+_SCAN: Final = """
+import json, resource, sys, time
+import apsw, msgspec
+from forkline_es.log.events import EventBody
+conn = apsw.Connection(sys.argv[1])
+dec = msgspec.json.Decoder(EventBody)
+t = time.perf_counter()
+n = 0
+for (body,) in conn.execute("SELECT body FROM log ORDER BY position"):
+    dec.decode(body)
+    n += 1
+s = time.perf_counter() - t
+print(json.dumps([n, s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+"""
+
+
+def _generate(path: Path, events: int) -> None:
+    """Runs of 250 steps (begin, invoke, result, end: four events each), with small payloads."""
+    with fe.Store.open(path) as store:
+        done = 0
+        while done < events:
+            run = store.start_run("bench/projections", inputs={"n": done})
+            done += 1
+            for i in range(min(250, max(1, (events - done) // 4))):
+                p = f"step/{i}"
+                run.begin_step(p, arguments={"i": i})
+                run.invoke(p, 1, "op", _ARTIFACT, "not-dispatched")
+                run.result(p, 1, "succeeded", result=i)
+                run.end_step(p, "succeeded")
+                done += 4
+            run.conclude("succeeded")
+            done += 1
+
+
+def _subprocess(script: str, db: Path, rss: list[int]) -> Trial:
+    out = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, check=True, text=True)
+    n, seconds, maxrss_kb = json.loads(out.stdout)
+    rss.append(maxrss_kb)
+    return Trial(n, seconds)
+
+
+def _latency(workdir: Path, steps: int, repeats: int) -> Row:
+    with fe.Store.open(workdir / f"latency-{steps}.db") as store:
+        run = store.start_run("bench/latency", inputs={"steps": steps})
+        for i in range(steps):
+            run.begin_step(f"s/{i}", arguments={"i": i})
+            run.end_step(f"s/{i}", "succeeded", result={"i": i})
+        run.conclude("succeeded")
+        seconds: list[float] = []
+
+        def once() -> Trial:
+            with Timer() as t:
+                store.get_run_record(run.id)
+            seconds.append(t.seconds)
+            return Trial(1, t.seconds)
+
+        row = single(f"get_run_record, {steps:,} steps", once, repeats, unit="reads/s")
+    ms = statistics.median(seconds) * 1000
+    target = " (target < 50 ms)" if steps >= 10_000 else ""
+    return dataclasses.replace(row, note=f"median {ms:.1f} ms per read{target}")
+
+
+def run(quick: bool, workdir: Path) -> list[Row]:
+    events = 50_000 if quick else 1_000_000
+    db = workdir / "projections.db"
+    _generate(db, events)
+    ours_rss: list[int] = []
+    floor_rss: list[int] = []
+    row = paired(
+        f"rebuild_projections, {events:,} events",
+        lambda: _subprocess(_REBUILD, db, ours_rss),
+        lambda: _subprocess(_SCAN, db, floor_rss),
+        "scan + msgspec decode",
+        1 if not quick else 3,
+        target=None,
+    )
+    note = (
+        f"peak RSS {max(ours_rss) / 1024:.0f} MB (floor {max(floor_rss) / 1024:.0f} MB); "
+        "targets >= 300,000 events/s, < 200 MB"
+    )
+    rows = [dataclasses.replace(row, note=note)]
+    rows += [_latency(workdir, n, 5 if n >= 10_000 else 20) for n in (10, 1_000, 10_000)]
+    return rows
+
+
+def main() -> None:
+    from benchmarks.run import standalone
+
+    standalone("projections")
+
+
+if __name__ == "__main__":
+    main()
