@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import pytest
 
 import forkline_es as fe
@@ -157,3 +158,19 @@ def test_processes_recovering_at_once_each_get_a_distinct_generation(db_path: Pa
     assert sorted(won) == recovered
     # of the processes that resumed at one generation, exactly one recovery extended it
     assert sorted(set(resumed_at)) == sorted(g - 1 for g in won)
+
+
+def test_a_busy_timeout_refuses_with_conflict_but_does_not_fence(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        run = store.start_run(workflow="w", run_id="r")
+        blocker = apsw.Connection(str(db_path))
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
+        store.conn.set_busy_timeout(50)
+        before = snapshot(store)
+        with pytest.raises(fe.Conflict) as info:
+            run.begin_step("a")
+        assert "locked" in str(info.value)
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        assert snapshot(store) == before
+        assert run.begin_step("a") == 2  # the handle is still current
