@@ -281,15 +281,17 @@ class Run:
         wanted = check_recover_shape(supersedes)
         event = Recovered(supersedes=sorted(wanted))
         generation = self.generation + 1
-        self._record(
+        seq = self._state.seq
+        entry = self._record(
             event,
             (f"recover:{generation}" if key is None else key),
             (),
             lambda: self._state.check_recover(wanted),
             generation=generation,
         )
-        _log.info("recovered", run_id=self.id, generation=self.generation, supersedes=event.supersedes)
-        return self.generation
+        if self._state.seq != seq:  # not an idempotent repeat
+            _log.info("recovered", run_id=self.id, generation=self.generation, supersedes=event.supersedes)
+        return self._state.facts[entry - 1].generation  # a repeat answers the original's generation
 
     @logged_refusals
     def conclude(
@@ -312,13 +314,15 @@ class Run:
         check_text(reason, "reason", optional=True)
         slots, rows = self._slots(outputs=outputs)
         event = RunConcluded(status=status, path=path, code=code, reason=reason, slots=slots)
+        seq = self._state.seq
         entry = self._record(
             event,
             ("conclude" if key is None else key),
             rows,
             lambda: self._state.check_conclude(status, outputs is not MISSING),
         )
-        _log.info("concluded", run_id=self.id, status=status, generation=self.generation)
+        if self._state.seq != seq:  # not an idempotent repeat
+            _log.info("concluded", run_id=self.id, status=status, generation=self.generation)
         return entry
 
     # -- artifacts, manifest, observations (forkline_es.artifacts.recording) ---------------

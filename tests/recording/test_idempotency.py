@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,22 @@ def test_the_same_call_through_a_second_handle_is_adopted_without_forking(db_pat
             a.begin_step("z")  # a did not see b's end: fenced
     rows = check_integrity(str(db_path))["r"]
     assert [r[5] for r in rows].count("action-result") == 1
+
+
+def test_a_repeated_recovery_answers_its_own_generation(store: fe.Store) -> None:
+    run = _run(store)
+    assert run.recover([], key="first") == 1
+    assert run.recover([]) == 2
+    n = count(store)
+    assert run.recover([], key="first") == 1  # not the current generation, 2
+    assert count(store) == n and run.generation == 2
+
+
+def test_repeats_log_nothing(store: fe.Store, caplog: pytest.LogCaptureFixture) -> None:
+    run = _run(store)
+    run.recover([], key="k")
+    run.conclude("failed")
+    caplog.set_level(logging.INFO, logger="forkline_es")
+    run.recover([], key="k")
+    run.conclude("failed")
+    assert [r for r in caplog.records if r.name.startswith("forkline_es")] == []
