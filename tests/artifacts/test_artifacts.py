@@ -115,3 +115,16 @@ def test_rebuild_reproduces_the_artifact_projections(store: fe.Store, tmp_path: 
     before = store.export_run_record(run.id)
     store.rebuild_projections()
     assert store.export_run_record(run.id) == before
+
+
+def test_the_document_with_extensions_validates_against_the_shipped_schema(
+    store: fe.Store, tmp_path: Path
+) -> None:
+    import jsonschema
+
+    from forkline_es.schema import run_record_schema
+
+    run = record_sample(store, tmp_path)
+    doc = store.get_run_record(run.id)
+    assert {"x-artifacts", "x-manifest", "x-observations"} <= set(doc)
+    jsonschema.Draft202012Validator(run_record_schema()).validate(doc)

@@ -219,3 +219,18 @@ def test_any_single_byte_change_in_a_body_breaks_the_chain_there(
         store.conn.execute("UPDATE log SET body = ? WHERE position = ?", (body.decode(), position))
     assert ("row-digest", seq) in found
     assert all(s is not None and s >= seq for _, s in found)  # nothing before it is blamed
+
+
+def test_all_as_json_lists_only_the_failed_runs(store: fe.Store, tmp_path: Path, db_path: Path) -> None:
+    record_sample(store, tmp_path, run_id="good")
+    record_sample(store, tmp_path, run_id="bad")
+    (_, path), *_ = store.conn.execute(
+        "SELECT seq, path FROM artifact WHERE run_id = 'bad' AND name = 'trace.txt'"
+    ).fetchall()
+    (store.artifact_files.root / path).unlink()
+    code, out = _cli(db_path, "--all", "--json")
+    doc = json.loads(out)
+    assert code == 1
+    assert (doc["ok"], doc["runs"], doc["failed"]) == (False, 2, 1)
+    assert [r["run_id"] for r in doc["reports"]] == ["bad"]
+    assert [p["kind"] for p in doc["reports"][0]["problems"]] == ["artifact-missing"]
