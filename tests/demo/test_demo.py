@@ -145,12 +145,17 @@ def test_taken_ids_get_a_fresh_set(store: fe.Store) -> None:
 
 
 def test_demo_prints_the_next_commands(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["demo", "--db", str(tmp_path / "d.db")])
+    db = tmp_path / "d.db"
+    result = CliRunner().invoke(main, ["demo", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert "recorded the demo" in result.output
-    for command in ("show demo-first --timeline", "step demo-first summarize", "verify demo-first"):
-        assert f"forkline-es {command} --db {tmp_path / 'd.db'}" in result.output
-    assert "rebuild --check" in result.output
+    suggested = [line.strip() for line in result.output.split("Next, try:")[1].strip().splitlines()]
+    assert all(line.endswith(f"--db {db}") for line in suggested)
+    starts = ["runs", "show demo-first", "step demo-first summarize", "diff demo-first demo-replay"]
+    starts += ["verify demo-first", "rebuild --check"]
+    assert len(suggested) == len(starts)
+    for line, start in zip(suggested, starts, strict=True):
+        assert line.startswith(f"forkline-es {start}")
 
 
 def test_resume_after_a_crash_inside_a_nested_step(store: fe.Store) -> None:

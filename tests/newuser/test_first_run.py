@@ -27,7 +27,7 @@ IGNORED = shutil.ignore_patterns(
 #: What each suggested command must print, and the status it must exit with.
 EXPECTED = {
     "runs": (0, ["demo-first", "demo-replay", "demo/translate"]),
-    "show": (0, ["summarize", "fetch/1"]),
+    "show": (0, ["summarize", "fetch/1", "recovery"]),
     "step": (0, ["summarize"]),
     "diff": (1, ["summarize"]),  # the replay diverges at summarize, by design
     "verify": (0, ["demo-first"]),
