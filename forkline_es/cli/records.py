@@ -104,6 +104,17 @@ def show(run_id: str, db: str, as_json: bool) -> None:
     print_table("steps", ("path", "generation", "status", "outcome", "code", "payloads"), steps)
     entries = [(e["seq"], e["generation"], e["kind"], _detail(e)) for e in doc.get("entries", [])]
     print_table("entries", ("seq", "generation", "kind", "detail"), entries)
+    if "x-artifacts" in doc:  # artifacts, manifest and metrics (docs/verify.md)
+        columns = ("name", "kind", "size_bytes", "sha256", "content_type", "step", "path")
+        print_table("artifacts", columns, [[a.get(c) for c in columns] for a in doc["x-artifacts"]])
+    if "x-manifest" in doc:
+        manifest = doc["x-manifest"]
+        facts = [("digest", manifest["digest"]), ("complete", manifest["complete"])]
+        facts.append(("unknown_fields", ", ".join(manifest["unknown_fields"]) or "-"))
+        print_table("manifest", ("member", "value"), facts)
+    if "x-observations" in doc:
+        columns = ("name", "value", "unit", "step")
+        print_table("observations", columns, [[o.get(c) for c in columns] for o in doc["x-observations"]])
 
 
 @click.command()

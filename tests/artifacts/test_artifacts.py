@@ -128,3 +128,19 @@ def test_the_document_with_extensions_validates_against_the_shipped_schema(
     doc = store.get_run_record(run.id)
     assert {"x-artifacts", "x-manifest", "x-observations"} <= set(doc)
     jsonschema.Draft202012Validator(run_record_schema()).validate(doc)
+
+
+def test_show_lists_artifacts_manifest_and_observations(
+    store: fe.Store, tmp_path: Path, db_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from forkline_es.cli.main import main
+
+    run = record_sample(store, tmp_path)
+    digest = store.get_run_record(run.id)["x-manifest"]["digest"]
+    result = CliRunner().invoke(main, ["show", run.id, "--db", str(db_path)])
+    assert result.exit_code == 0
+    assert "trace.txt\ttrace\t" in result.output
+    assert f"digest\t{digest}" in result.output
+    assert "latency_ms\t12.5\tms" in result.output
