@@ -125,3 +125,14 @@ def test_relative_links_point_at_files() -> None:
             if "://" in target or target.startswith("mailto:"):
                 continue
             assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)} links to missing {target}"
+
+
+def test_readme_benchmark_figures_come_from_docs_benchmarks() -> None:
+    """Every figure of the README's benchmark section is one docs/benchmarks.md states."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- benchmarks:start", 1)[1].split("<!-- benchmarks:end -->", 1)[0]
+    source = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    figures = re.findall(r"\d[\d,.]*\d|\d", section)
+    assert len(figures) > 10
+    missing = [f for f in figures if f not in source]
+    assert not missing, f"README benchmark figures not in docs/benchmarks.md: {missing}"
