@@ -113,8 +113,8 @@ def show(run_id: str, db: str, as_json: bool) -> None:
         facts.append(("unknown_fields", ", ".join(manifest["unknown_fields"]) or "-"))
         print_table("manifest", ("member", "value"), facts)
     if "x-observations" in doc:
-        columns = ("name", "value", "unit", "step")
-        print_table("observations", columns, [[o.get(c) for c in columns] for o in doc["x-observations"]])
+        metrics = ("name", "value", "unit", "step")
+        print_table("observations", metrics, [[o.get(c) for c in metrics] for o in doc["x-observations"]])
 
 
 @click.command()
