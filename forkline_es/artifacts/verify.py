@@ -389,7 +389,10 @@ def verify_all(store: Store, progress: Callable[[int, int], None] | None = None)
     reports: list[VerifyReport] = []
     total = len(in_log) + len(listed)
     for done, run_id in enumerate(in_log, 1):
-        reports.append(verify_run(store, run_id, sums))
+        try:
+            reports.append(verify_run(store, run_id, sums))
+        except (RunNotRetained, RunNotFound):
+            pass  # evicted (and purged) since the listing: nothing left to verify
         if progress is not None:
             progress(done, total)
     for run_id in sorted(listed):
