@@ -136,3 +136,14 @@ def test_readme_benchmark_figures_come_from_docs_benchmarks() -> None:
     assert len(figures) > 10
     missing = [f for f in figures if f not in source]
     assert not missing, f"README benchmark figures not in docs/benchmarks.md: {missing}"
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "nope"], ["step", "nope", "a"], ["export", "nope"], ["log", "nope"]]
+)
+def test_a_refusal_prints_its_code(args: list[str], tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.db")
+    assert CliRunner().invoke(main, ["demo", "--db", db]).exit_code == 0
+    result = CliRunner().invoke(main, [*args, "--db", db])
+    assert result.exit_code == 2
+    assert "run-not-found" in result.stderr
