@@ -1,13 +1,17 @@
 """Document shapes (002, Run Record Document) rendered from projection state, values aside.
 
-A present slot is rendered with a private ``"@": [position, slot]`` reference instead of
-its value; ``records.documents`` resolves the reference against the payload table at
-read time (``value`` when the row is there, state ``removed`` when retention took it).
+A present slot is rendered with a private ``"~": [position, slot]`` reference instead of
+its value (``~`` sorts after every member name, so the reference is the last member of
+the slot's canonical JSON and a value can take its place textually);
+``records.documents`` resolves the reference against the payload table at read time
+(``value`` when the row is there, state ``removed`` when retention took it).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
+
+import msgspec
 
 from forkline_es.log.events import (
     ActionInvoked,
@@ -24,10 +28,23 @@ from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, SlotRef, StepView
 from forkline_es.recording.payloads import SLOT_CLASS
 
-__all__ = ["REF", "render_entry", "render_slots", "render_step", "render_summary"]
+__all__ = ["REF", "fragment", "render_entry", "render_slots", "render_step", "render_summary"]
+
+_fragment: Final = msgspec.json.Encoder(order="sorted")
+
+
+def fragment(obj: Any) -> str:
+    """Canonical JSON of a rendered fragment.
+
+    Fragments hold only names, codes, reasons, integers, booleans and references, never a
+    user float, so msgspec's sorted encoder is canonical here without the checking pass
+    of ``values.canonical_json`` (whose rules it matches for those types).
+    """
+    return _fragment.encode(obj).decode()
+
 
 #: The private member carrying a present slot's (position, slot) until it is resolved.
-REF: Final = "@"
+REF: Final = "~"
 
 
 def render_slots(refs: dict[str, SlotRef]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from forkline_es._gc import gc_paused
 from forkline_es._logging import get_logger
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import EventLog
@@ -36,7 +37,7 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 2
+CORE_VERSION: Final = 3
 
 Progress = Callable[[int, int], None]
 
@@ -191,7 +192,7 @@ class Projections:
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Drop every projection and refold the whole log, in one transaction."""
-        with self.log.transaction("rebuild projections") as cur:
+        with self.log.transaction("rebuild projections") as cur, gc_paused():
             folded = self._refold(cur, progress)
         _log.info("projections_rebuilt", events=folded)
         return folded

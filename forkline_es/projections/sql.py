@@ -12,7 +12,7 @@ import msgspec
 
 from forkline_es.log.connection import Cursor
 from forkline_es.projections.model import RunSummary, StepView
-from forkline_es.values import canonical_json
+from forkline_es.projections.render import fragment, render_step
 
 __all__ = ["DDL", "TABLES", "Persister"]
 
@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS step_view (
     generation INTEGER NOT NULL,
     status     TEXT NOT NULL,
     outcome    TEXT,
-    state      BLOB NOT NULL,            -- the StepView Struct (JSON)
+    state      TEXT NOT NULL,            -- the StepView Struct (JSON)
+    doc        TEXT NOT NULL,            -- canonical JSON of the step record, values by reference
     PRIMARY KEY (run_id, path)
 ) WITHOUT ROWID;
 
@@ -114,10 +115,33 @@ class Persister:
 
     def save_step(self, cur: Cursor, run_id: str, v: StepView) -> None:
         cur.execute(
-            "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, v.path, v.generation, v.status, v.outcome, _summary_enc.encode(v).decode()),
+            "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                v.path,
+                v.generation,
+                v.status,
+                v.outcome,
+                _summary_enc.encode(v).decode(),
+                fragment(render_step(v)),
+            ),
         )
+
+    def step_docs(self, cur: Cursor, run_id: str) -> list[tuple[str, str]]:
+        """(path, step record fragment) of every step of the run, in code point order of path."""
+        return cur.execute(
+            "SELECT path, doc FROM step_view WHERE run_id = ? ORDER BY path", (run_id,)
+        ).fetchall()
+
+    def step_doc(self, cur: Cursor, run_id: str, path: str) -> str | None:
+        rows = cur.execute(
+            "SELECT doc FROM step_view WHERE run_id = ? AND path = ?", (run_id, path)
+        ).fetchall()
+        return rows[0][0] if rows else None
+
+    def entry_docs(self, cur: Cursor, run_id: str) -> list[str]:
+        return [d for (d,) in cur.execute("SELECT doc FROM entry WHERE run_id = ? ORDER BY seq", (run_id,))]
 
     def delete_step(self, cur: Cursor, run_id: str, path: str) -> None:
         cur.execute("DELETE FROM step_view WHERE run_id = ? AND path = ?", (run_id, path))
@@ -136,7 +160,7 @@ class Persister:
         cur.execute(
             "INSERT INTO entry (run_id, seq, position, generation, kind, path, doc) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, seq, position, generation, kind, path, canonical_json(doc).decode()),
+            (run_id, seq, position, generation, kind, path, fragment(doc)),
         )
 
     def supersede(self, cur: Cursor, run_id: str, seqs: list[int], by: int) -> None:

@@ -10,9 +10,7 @@ from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, Step
 from forkline_es.log.connection import Cursor
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
-from forkline_es.projections.render import render_step
-from forkline_es.records.documents import build_document, resolve_slots, run_values, summary_of
-from forkline_es.values import canonical_json
+from forkline_es.records.documents import build_document, document_bytes, finish, run_values, summary_of
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -49,7 +47,9 @@ def get_run_record(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def export_run_record(store: Store, run_id: str) -> bytes:
-    return canonical_json(get_run_record(store, run_id))
+    with store.log.snapshot() as cur:
+        summary = _summary_or_refuse(store, cur, run_id)
+        return document_bytes(cur, store.projections.persist, summary)
 
 
 def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
@@ -58,11 +58,10 @@ def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
         raise InvalidRequest(f"malformed step path: {problem}")
     with store.log.snapshot() as cur:
         _summary_or_refuse(store, cur, run_id)
-        view = store.projections.persist.load_step(cur, run_id, path)
-        if view is None:
+        doc = store.projections.persist.step_doc(cur, run_id, path)
+        if doc is None:
             raise StepNotFound(f"run {run_id!r} has no occurrence of step {path!r}")
-        record = render_step(view)
-        resolve_slots(record["payloads"], run_values(cur, run_id))
+        record: dict[str, Any] = msgspec.json.decode(finish(doc, run_values(cur, run_id)))
         return record
 
 
