@@ -16,6 +16,7 @@ Nothing is ever repaired: a problem is reported, with its kind and the seq of th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -389,10 +390,8 @@ def verify_all(store: Store, progress: Callable[[int, int], None] | None = None)
     reports: list[VerifyReport] = []
     total = len(in_log) + len(listed)
     for done, run_id in enumerate(in_log, 1):
-        try:
+        with suppress(RunNotRetained, RunNotFound):  # evicted since the listing: nothing to verify
             reports.append(verify_run(store, run_id, sums))
-        except (RunNotRetained, RunNotFound):
-            pass  # evicted (and purged) since the listing: nothing left to verify
         if progress is not None:
             progress(done, total)
     for run_id in sorted(listed):
