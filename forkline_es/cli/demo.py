@@ -23,12 +23,12 @@ _NOTES = {
 }
 
 
-def next_commands(ids: dict[str, str], db: str, timeline: bool = True) -> list[str]:
+def next_commands(ids: dict[str, str], db: str) -> list[str]:
     """The commands the demo suggests, with ``--db`` when it is not the default."""
     first, replay = ids["first"], ids["replay"]
     commands = [
         ["runs"],
-        ["show", first, *(["--timeline"] if timeline else [])],
+        ["show", first, "--timeline"],
         ["step", first, "summarize"],
         ["diff", first, replay],
         ["verify", first],
@@ -49,13 +49,6 @@ def _rows(store: Store, ids: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _show_has_timeline() -> bool:
-    """Whether `forkline-es show` draws a timeline, so the demo never suggests a missing option."""
-    ctx = click.get_current_context().find_root()
-    show = ctx.command.get_command(ctx, "show") if isinstance(ctx.command, click.Group) else None
-    return show is not None and any("--timeline" in p.opts for p in show.params)
-
-
 @click.command()
 @db_option
 @json_option
@@ -71,7 +64,7 @@ def demo(db: str, as_json: bool) -> None:
         if not present:
             record_demo(store, ids)
         rows = _rows(store, ids)
-    commands = next_commands(ids, db, timeline=_show_has_timeline())
+    commands = next_commands(ids, db)
     if as_json:
         echo_json({"db": db, "recorded": not present, "runs": rows, "next": commands})
         return

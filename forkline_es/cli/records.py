@@ -23,6 +23,7 @@ from forkline_es.cli._common import (
     refusals,
 )
 from forkline_es.records.operations import log_events
+from forkline_es.records.timeline import timeline
 
 __all__ = ["COMMANDS"]
 
@@ -83,14 +84,17 @@ def runs(workflow: str | None, db: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("run_id", metavar="RUN")
+@click.option("--timeline", "as_timeline", is_flag=True, help="Draw entries by step, attempt and generation.")
 @db_option
 @json_option
-def show(run_id: str, db: str, as_json: bool) -> None:
+def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     """Show RUN's run record document: summary, steps, payloads, entries."""
     with open_for_read(db) as store, refusals():
         doc = store.get_run_record(run_id)
     if as_json:
         return echo_json(doc)
+    if as_timeline:
+        return _print_timeline(doc)
     print_table(f"run {run_id}", ("member", "value"), sorted(doc["run"].items()))
     print_table(
         "run payloads",
@@ -115,6 +119,21 @@ def show(run_id: str, db: str, as_json: bool) -> None:
     if "x-observations" in doc:
         metrics = ("name", "value", "unit", "step")
         print_table("observations", metrics, [[o.get(c) for c in metrics] for o in doc["x-observations"]])
+
+
+def _print_timeline(doc: dict[str, Any]) -> None:
+    """Superseded entries dimmed and recoveries bold on a terminal; plain text when piped."""
+    lines = timeline(doc)
+    if not sys.stdout.isatty():
+        for line in lines:
+            click.echo(line.text)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console()
+    for line in lines:
+        console.print(Text(line.text, style="bold yellow" if line.rule else "dim" if line.superseded else ""))
 
 
 @click.command()
