@@ -307,9 +307,10 @@ class Store:
         """The eviction records (tombstones) still kept."""
         return retention.evictions(self)
 
-    def gc(self) -> retention.GcReport:
-        """Give the pages freed by eviction back to the file system."""
-        return retention.gc(self)
+    def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
+        """Give the pages freed by eviction back to the file system, and delete artifact
+        files no retained run references (older than ``artifact_grace_seconds``)."""
+        return retention.gc(self, artifact_grace_seconds)
 
     def register_consumer(self, name: str, since: Literal["start", "now"] = "start") -> feed.Consumer:
         """A named checkpoint on the completion feed; protects unacknowledged runs from eviction."""

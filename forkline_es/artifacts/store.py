@@ -13,10 +13,12 @@ the store object (the database itself dies with the process).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Final
@@ -138,6 +140,34 @@ class ArtifactFiles:
 
     def discard(self, staged: Staged) -> None:
         staged.temp.unlink(missing_ok=True)
+
+    def sweep(self, referenced: set[str], grace_seconds: float = 3600.0) -> tuple[int, int]:
+        """Delete files under ``objects/`` and ``runs/`` that no retained row references.
+
+        Content is shared between runs, so eviction cannot delete a run's files; ``gc``
+        sweeps what nothing references any more. A file younger than ``grace_seconds`` is
+        kept: an ``add_artifact`` places its file just before its event commits.
+        Returns (files removed, bytes removed).
+        """
+        cutoff = time.time() - grace_seconds
+        files = size = 0
+        for top in ("objects", "runs"):
+            base = self.root / top
+            if not base.is_dir():
+                continue
+            for path in sorted(base.rglob("*"), reverse=True):  # children before their folders
+                relative = path.relative_to(self.root).as_posix()
+                if path.is_dir():
+                    with contextlib.suppress(OSError):
+                        path.rmdir()  # only succeeds when empty
+                    continue
+                stat = path.stat()
+                if relative in referenced or stat.st_mtime > cutoff:
+                    continue
+                path.unlink(missing_ok=True)
+                files += 1
+                size += stat.st_size
+        return files, size
 
     def write(self, relative: str, data: bytes) -> None:
         """Write a small file (a manifest) atomically: temp file, fsync, rename."""

@@ -103,6 +103,8 @@ class GcReport:
     pages_after: int
     file_bytes_before: int | None
     file_bytes_after: int | None
+    artifact_files_removed: int = 0
+    artifact_bytes_removed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -413,8 +415,9 @@ def _sizes(store: Store) -> tuple[int, int | None]:
     return pages, os.path.getsize(store.path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)
 
 
-def gc(store: Store) -> GcReport:
-    """Give free pages back to the file system: incremental vacuum, then truncate the WAL.
+def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
+    """Give free pages back to the file system: incremental vacuum, then truncate the WAL;
+    then delete artifact files that no retained run references any more.
 
     A database created before auto_vacuum was set is converted by one full VACUUM.
     """
@@ -428,5 +431,9 @@ def gc(store: Store) -> GcReport:
         conn.execute("VACUUM")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     pages_after, bytes_after = _sizes(store)
-    _log.info("gc", pages_before=pages_before, pages_after=pages_after)
-    return GcReport(page_size, pages_before, pages_after, bytes_before, bytes_after)
+    with store.log.snapshot() as cur:
+        referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
+        referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}
+    files, removed = store.artifact_files.sweep(referenced, artifact_grace_seconds)
+    _log.info("gc", pages_before=pages_before, pages_after=pages_after, artifact_files_removed=files)
+    return GcReport(page_size, pages_before, pages_after, bytes_before, bytes_after, files, removed)

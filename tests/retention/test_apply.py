@@ -254,3 +254,25 @@ def test_rebuild_agrees_after_evicting_the_newest_run(store: fe.Store) -> None:
     newest = record(store)
     store.evict_run(newest, reason="the top of the log goes")
     assert store.check_projections() == []
+
+
+def test_gc_deletes_artifact_files_only_evicted_runs_referenced(store: fe.Store) -> None:
+    keep = store.start_run(workflow="gc/art")
+    keep.add_artifact(b"shared content", kind="log", name="shared")
+    keep.conclude("succeeded")
+    gone = store.start_run(workflow="gc/art")
+    gone.add_artifact(b"shared content", kind="log", name="shared")
+    gone.add_artifact(b"only the evicted run had this", kind="log", name="own")
+    gone.record_manifest(python="3")
+    gone.conclude("succeeded")
+    root = store.artifact_files.root
+    own = root / store.artifact_files.object_path(store.get_run_record(gone.id)["x-artifacts"][1]["sha256"])
+    shared = root / store.get_run_record(keep.id)["x-artifacts"][0]["path"]
+    manifest = root / store.artifact_files.manifest_path(gone.id)
+    assert own.exists() and shared.exists() and manifest.exists()
+    store.evict_run(gone.id, reason="test")
+    report = store.gc(artifact_grace_seconds=0)
+    assert not own.exists() and not manifest.exists()
+    assert shared.exists()  # still referenced by the retained run
+    assert report.artifact_files_removed == 2
+    assert store.verify_run(keep.id).ok
