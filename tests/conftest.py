@@ -15,9 +15,7 @@ from hypothesis import HealthCheck, settings
 
 import forkline_es as fe
 
-settings.register_profile(
-    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
     "slow", max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -130,9 +130,8 @@ class Persister:
 
     def step_docs(self, cur: Cursor, run_id: str) -> list[tuple[str, str]]:
         """(path, step record fragment) of every step of the run, in code point order of path."""
-        return cur.execute(
-            "SELECT path, doc FROM step_view WHERE run_id = ? ORDER BY path", (run_id,)
-        ).fetchall()
+        rows = cur.execute("SELECT path, doc FROM step_view WHERE run_id = ? ORDER BY path", (run_id,))
+        return [(path, doc) for path, doc in rows]
 
     def step_doc(self, cur: Cursor, run_id: str, path: str) -> str | None:
         rows = cur.execute(

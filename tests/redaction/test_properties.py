@@ -15,9 +15,7 @@ from forkline_es.redaction import DEFAULT_PATTERNS, RedactionPolicy, RedactionRu
 DEFAULT = RedactionPolicy.default()
 
 KEYS = st.one_of(
-    st.sampled_from(
-        ["token", "api_key", "password", "max_tokens", "author", "a", "b", "headers", "x-auth"]
-    ),
+    st.sampled_from(["token", "api_key", "password", "max_tokens", "author", "a", "b", "headers", "x-auth"]),
     st.text(max_size=8),
 )
 SECRETS = [
@@ -88,9 +86,7 @@ def strings_in(value: object) -> Iterator[str]:
 
 @settings(max_examples=300, deadline=None)
 @given(policy=POLICIES, value=JSON)
-def test_redaction_is_idempotent_and_leaves_the_input_alone(
-    policy: RedactionPolicy, value: object
-) -> None:
+def test_redaction_is_idempotent_and_leaves_the_input_alone(policy: RedactionPolicy, value: object) -> None:
     before = copy.deepcopy(value)
     once = policy.redact(value)
     assert value == before
@@ -101,9 +97,7 @@ def test_redaction_is_idempotent_and_leaves_the_input_alone(
 
 @settings(max_examples=300, deadline=None)
 @given(policy=POLICIES, value=JSON)
-def test_sensitive_exactly_when_redaction_changes_something(
-    policy: RedactionPolicy, value: object
-) -> None:
+def test_sensitive_exactly_when_redaction_changes_something(policy: RedactionPolicy, value: object) -> None:
     paths = policy.sensitive_paths(value)
     assert (policy.redact(value) != value) == bool(paths)
     assert policy.is_sensitive(value) == bool(paths)

@@ -154,9 +154,7 @@ def test_first_matching_rule_wins() -> None:
 
 
 def test_an_earlier_pattern_rule_wins_over_a_later_key_rule_and_the_result_is_stable() -> None:
-    p = policy(
-        RedactionRule(action="mask", pattern="^secret"), RedactionRule(action="drop", key="x")
-    )
+    p = policy(RedactionRule(action="mask", pattern="^secret"), RedactionRule(action="drop", key="x"))
     once = p.redact({"x": "secret!", "y": "secret?"})
     assert once == {"x": DEFAULT_MASK, "y": DEFAULT_MASK}
     assert p.redact(once) == once
@@ -175,9 +173,7 @@ def test_hash_is_sha256_of_canonical_json() -> None:
     assert p.redact({"v": 1}) == {"v": _sha256("1")}
     assert p.redact({"v": 1.0}) == {"v": _sha256("1.0")}
     assert p.redact({"v": 2**70}) == {"v": _sha256(str(2**70))}
-    assert p.redact({"v": {"b": [1, None, True], "a": "x"}}) == {
-        "v": _sha256('{"a":"x","b":[1,null,true]}')
-    }
+    assert p.redact({"v": {"b": [1, None, True], "a": "x"}}) == {"v": _sha256('{"a":"x","b":[1,null,true]}')}
     assert p.redact({"v": ("x", 2)}) == p.redact({"v": ["x", 2]})
 
 
