@@ -28,7 +28,15 @@ from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, SlotRef, StepView
 from forkline_es.recording.payloads import SLOT_CLASS
 
-__all__ = ["REF", "fragment", "render_entry", "render_slots", "render_step", "render_summary"]
+__all__ = [
+    "REF",
+    "fragment",
+    "render_entry",
+    "render_listed",
+    "render_slots",
+    "render_step",
+    "render_summary",
+]
 
 _fragment: Final = msgspec.json.Encoder(order="sorted")
 
@@ -80,8 +88,8 @@ def render_step(view: StepView) -> dict[str, Any]:
     return record
 
 
-def render_summary(summary: RunSummary) -> dict[str, Any]:
-    """The run member: summary fields, generation, and code/step/reason when supplied."""
+def render_listed(summary: RunSummary) -> dict[str, Any]:
+    """A run summary as ``list_runs`` gives it: no generation, no payloads (002)."""
     run: dict[str, Any] = {
         "id": summary.run_id,
         "workflow": summary.workflow,
@@ -89,10 +97,16 @@ def render_summary(summary: RunSummary) -> dict[str, Any]:
         "started_at": summary.started_at,
         "dry_run": summary.dry_run,
         "parent": summary.parent,
-        "generation": summary.generation,
     }
     if summary.name is not None:
         run["name"] = summary.name
+    return run
+
+
+def render_summary(summary: RunSummary) -> dict[str, Any]:
+    """The run member: the summary plus generation, and code/step/reason when supplied."""
+    run = render_listed(summary)
+    run["generation"] = summary.generation
     for member in ("code", "step", "reason", "predecessor"):
         value = getattr(summary, member)
         if value is not None:

@@ -21,7 +21,7 @@ from forkline_es.projections.render import REF, fragment, render_slots, render_s
 from forkline_es.projections.sql import Persister
 from forkline_es.values import canonical_json
 
-__all__ = ["EXTENSIONS", "build_document", "document_bytes", "finish", "resolve_slots", "summary_of"]
+__all__ = ["EXTENSIONS", "build_document", "document_bytes", "finish"]
 
 _decode: Final = msgspec.json.decode
 
@@ -35,22 +35,8 @@ EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {
 }
 
 
-def resolve_slots(slots: dict[str, Any], values: Values) -> dict[str, Any]:
-    """Replace each private reference by ``value``, or mark the slot ``removed``."""
-    for slot in slots.values():
-        ref = slot.pop(REF, None)
-        if ref is None:
-            continue
-        stored = values.get((ref[0], ref[1]))
-        if stored is None:
-            slot["state"] = "removed"
-        else:
-            slot["value"] = _decode(stored)
-    return slots
-
-
 #: A present slot's reference, always its last member (``REF`` sorts after every name).
-_REF_TEXT: Final = re.compile(r',"~":\[(\d+),"([a-z]+)"\]\}')
+_REF_TEXT: Final = re.compile(',"' + re.escape(REF) + r'":\[(\d+),"([a-z]+)"\]\}')
 _REMOVED: Final = ',"~removed":true}'
 
 
@@ -107,21 +93,6 @@ def run_values(cur: Cursor, run_id: str) -> Values:
             (run_id,),
         )
     }
-
-
-def summary_of(summary: RunSummary) -> dict[str, Any]:
-    """A run summary as listed: no generation, no payloads (002)."""
-    out: dict[str, Any] = {
-        "id": summary.run_id,
-        "workflow": summary.workflow,
-        "status": summary.status,
-        "started_at": summary.started_at,
-        "dry_run": summary.dry_run,
-        "parent": summary.parent,
-    }
-    if summary.name is not None:
-        out["name"] = summary.name
-    return out
 
 
 def document_bytes(cur: Cursor, persist: Persister, summary: RunSummary) -> bytes:

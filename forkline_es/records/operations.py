@@ -10,7 +10,8 @@ from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, Step
 from forkline_es.log.connection import Cursor
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
-from forkline_es.records.documents import build_document, document_bytes, finish, run_values, summary_of
+from forkline_es.projections.render import render_listed
+from forkline_es.records.documents import build_document, document_bytes, finish, run_values
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -37,7 +38,7 @@ def list_runs(store: Store, workflow: str | None = None) -> list[dict[str, Any]]
     if workflow is not None and not isinstance(workflow, str):
         raise InvalidRequest(f"a workflow identity is a string, not {workflow!r}")
     with store.log.snapshot() as cur:
-        return [summary_of(s) for s in store.projections.persist.load_summaries(cur, workflow)]
+        return [render_listed(s) for s in store.projections.persist.load_summaries(cur, workflow)]
 
 
 def get_run_record(store: Store, run_id: str) -> dict[str, Any]:
