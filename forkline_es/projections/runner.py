@@ -6,6 +6,13 @@ with the last seq folded. Projection state of a run depends on that run's events
 so the cache is valid exactly when the next row's seq is the cached seq plus one;
 otherwise the state is reloaded from the tables (which are always current, being
 written in the same transaction as the log).
+
+A rebuild folds the same way but writes behind (``_WriteBehind``): entry rows are
+inserted in batches, and a step path's view is written once per run with its final
+state instead of once per event. Whatever reads the tables during the fold (a
+recovery's supersession, a reload after the run's cache was dropped, an extra
+projector that declares ``reads_projections``) flushes first, so the tables it reads
+are exactly what the incremental path would have written by then.
 """
 
 from __future__ import annotations
@@ -27,8 +34,8 @@ from forkline_es.log.events import (
 )
 from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, StepView
-from forkline_es.projections.render import render_entry
-from forkline_es.projections.sql import DDL, TABLES, Persister
+from forkline_es.projections.render import fragment, render_entry
+from forkline_es.projections.sql import DDL, TABLES, EntryRow, Persister
 from forkline_es.projections.steps import STEP_EVENTS, fold_step, refold
 from forkline_es.projections.summaries import fold_summary
 
@@ -49,15 +56,49 @@ class Projector(Protocol):
     version: int
     ddl: str
     tables: tuple[str, ...]
+    # A projector whose ``apply`` reads the core tables sets ``reads_projections = True``
+    # so that a rebuild flushes its pending writes before each call.
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None: ...
 
 
+#: Entry rows buffered by a rebuild before one ``executemany``.
+_ENTRY_BATCH: Final = 5_000
+#: Log rows fetched per read during a rebuild.
+_READ_BATCH: Final = 20_000
+
+
 @dataclass(slots=True)
 class _RunCache:
+    """``complete``: folded from the run's first event, so ``steps`` holds every path it has."""
+
     seq: int
     summary: RunSummary | None
+    complete: bool
     steps: dict[str, StepView | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _WriteBehind:
+    """A rebuild's pending writes: entry rows, and each run's changed step views (None: delete)."""
+
+    entries: list[EntryRow] = field(default_factory=list)
+    steps: dict[str, dict[str, StepView | None]] = field(default_factory=dict)
+
+    def flush_entries(self, cur: Cursor, persist: Persister) -> None:
+        if self.entries:
+            persist.insert_entries(cur, self.entries)
+            self.entries.clear()
+
+    def flush_run(self, cur: Cursor, persist: Persister, run_id: str) -> None:
+        views = self.steps.pop(run_id, None)
+        if views:
+            persist.save_steps(cur, run_id, views)
+
+    def flush(self, cur: Cursor, persist: Persister) -> None:
+        self.flush_entries(cur, persist)
+        for run_id in list(self.steps):
+            self.flush_run(cur, persist, run_id)
 
 
 class Projections:
@@ -68,6 +109,8 @@ class Projections:
         self.extra = tuple(extra)
         self.persist = Persister()
         self._cache: dict[str, _RunCache] = {}
+        self._pending: _WriteBehind | None = None  # set only while a rebuild folds
+        self._readers = frozenset(id(p) for p in self.extra if getattr(p, "reads_projections", False))
 
     @property
     def versions(self) -> dict[str, int]:
@@ -110,9 +153,14 @@ class Projections:
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor."""
+        behind = self._pending
         cache = self._cache.get(row.run_id)
         if cache is None or cache.seq != row.seq - 1:
-            cache = _RunCache(row.seq - 1, self.persist.load_summary(cur, row.run_id))
+            if behind is not None:
+                behind.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
+            fresh = row.seq == 1
+            summary = None if fresh else self.persist.load_summary(cur, row.run_id)
+            cache = _RunCache(row.seq - 1, summary, fresh)
             self._cache[row.run_id] = cache
         cache.seq = row.seq
 
@@ -125,36 +173,45 @@ class Projections:
         path: str | None = None
         if isinstance(event, STEP_EVENTS):
             path = event.path
-            before = (
-                cache.steps[path] if path in cache.steps else self.persist.load_step(cur, row.run_id, path)
-            )
+            if path in cache.steps:
+                before = cache.steps[path]
+            elif cache.complete:
+                before = None  # the run never had this path: no need to ask the table
+            else:
+                before = self.persist.load_step(cur, row.run_id, path)
             view = fold_step(before, row, event)
             if view is not before and view is not None:
-                self.persist.save_step(cur, row.run_id, view)
+                if behind is None:
+                    self.persist.save_step(cur, row.run_id, view)
+                else:
+                    behind.steps.setdefault(row.run_id, {})[path] = view
             cache.steps[path] = view
 
         if row.entry is not None:
-            doc = render_entry(row, event, view)
-            self.persist.insert_entry(
-                cur,
-                row.run_id,
-                row.entry,
-                row.position,
-                row.generation,
-                ENTRY_KINDS[row.kind],
-                path,
-                doc,
-            )
+            doc = fragment(render_entry(row, event, view))
+            entry = (row.run_id, row.entry, row.position, row.generation, ENTRY_KINDS[row.kind], path, doc)
+            if behind is None:
+                self.persist.insert_entry(cur, entry)
+            else:
+                behind.entries.append(entry)
+                if len(behind.entries) >= _ENTRY_BATCH:
+                    behind.flush_entries(cur, self.persist)
 
         if isinstance(event, Recovered) and event.supersedes:
+            if behind is not None:
+                behind.flush_entries(cur, self.persist)  # the supersession reads and updates them
             self._supersede(cur, row, event, cache)
         elif isinstance(event, PayloadsRemoved):
             self.persist.record_removals(cur, row.run_id, [(p, s) for p, s in event.removed], row.position)
 
         for projector in self.extra:
+            if behind is not None and id(projector) in self._readers:
+                behind.flush(cur, self.persist)
             projector.apply(cur, row, event)
 
         if isinstance(event, RunConcluded):
+            if behind is not None:
+                behind.flush_run(cur, self.persist, row.run_id)
             del self._cache[row.run_id]  # later events (retention) reload from the tables
 
     def _supersede(self, cur: Cursor, row: LogRow, event: Recovered, cache: _RunCache) -> None:
@@ -179,7 +236,9 @@ class Projections:
                 ).fetchall()
             ]
             view = refold((r, r.event()) for r in active)
-            if view is None:
+            if self._pending is not None:
+                self._pending.steps.setdefault(row.run_id, {})[path] = view
+            elif view is None:
                 self.persist.delete_step(cur, row.run_id, path)
             else:
                 self.persist.save_step(cur, row.run_id, view)
@@ -209,13 +268,18 @@ class Projections:
         cur.execute("DELETE FROM projector")
         for name, version in self.versions.items():
             cur.execute("INSERT INTO projector (name, version, position) VALUES (?, ?, 0)", (name, version))
-        for row in self.log.read_from(0):
-            self.apply(cur, row, row.event())
-            folded += 1
-            if progress is not None and folded % 10_000 == 0:
-                progress(row.position, total)
+        self._pending = behind = _WriteBehind()
+        try:
+            for row in self.log.read_from(0, _READ_BATCH):
+                self.apply(cur, row, row.event())
+                folded += 1
+                if progress is not None and folded % 10_000 == 0:
+                    progress(row.position, total)
+            behind.flush(cur, self.persist)
+        finally:
+            self._pending = None
+            self._cache.clear()
         self.persist.mark_position(cur, total)
-        self._cache.clear()
         if progress is not None:
             progress(total, total)
         return folded

@@ -6,7 +6,7 @@ hold canonical JSON fragments of the run record document (values resolved at rea
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -14,7 +14,18 @@ from forkline_es.log.connection import Cursor
 from forkline_es.projections.model import RunSummary, StepView
 from forkline_es.projections.render import fragment, render_step
 
-__all__ = ["DDL", "TABLES", "Persister"]
+__all__ = ["DDL", "TABLES", "EntryRow", "Persister"]
+
+#: (run_id, seq, position, generation, kind, path, doc fragment) of one ``entry`` row.
+EntryRow = tuple[str, int, int, int, str, str | None, str]
+
+_INSERT_ENTRY: Final = (
+    "INSERT INTO entry (run_id, seq, position, generation, kind, path, doc) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_SAVE_STEP: Final = (
+    "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state, doc) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 TABLES: Final = ("run_summary", "step_view", "entry", "payload_removal")
 
@@ -70,6 +81,18 @@ _summary_dec: Final = msgspec.json.Decoder(RunSummary)
 _step_dec: Final = msgspec.json.Decoder(StepView)
 
 
+def _step_row(run_id: str, v: StepView) -> tuple[str, str, int, str, str | None, str, str]:
+    return (
+        run_id,
+        v.path,
+        v.generation,
+        v.status,
+        v.outcome,
+        _summary_enc.encode(v).decode(),
+        fragment(render_step(v)),
+    )
+
+
 class Persister:
     """Loads and saves projection state through one cursor (the append's transaction)."""
 
@@ -114,19 +137,14 @@ class Persister:
         return _step_dec.decode(rows[0][0]) if rows else None
 
     def save_step(self, cur: Cursor, run_id: str, v: StepView) -> None:
-        cur.execute(
-            "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                v.path,
-                v.generation,
-                v.status,
-                v.outcome,
-                _summary_enc.encode(v).decode(),
-                fragment(render_step(v)),
-            ),
-        )
+        cur.execute(_SAVE_STEP, _step_row(run_id, v))
+
+    def save_steps(self, cur: Cursor, run_id: str, views: dict[str, StepView | None]) -> None:
+        """Write each path's final view (a rebuild's write-behind); None deletes the path's row."""
+        gone = [(run_id, path) for path, v in views.items() if v is None]
+        if gone:
+            cur.executemany("DELETE FROM step_view WHERE run_id = ? AND path = ?", gone)
+        cur.executemany(_SAVE_STEP, [_step_row(run_id, v) for v in views.values() if v is not None])
 
     def step_docs(self, cur: Cursor, run_id: str) -> list[tuple[str, str]]:
         """(path, step record fragment) of every step of the run, in code point order of path."""
@@ -145,22 +163,11 @@ class Persister:
     def delete_step(self, cur: Cursor, run_id: str, path: str) -> None:
         cur.execute("DELETE FROM step_view WHERE run_id = ? AND path = ?", (run_id, path))
 
-    def insert_entry(
-        self,
-        cur: Cursor,
-        run_id: str,
-        seq: int,
-        position: int,
-        generation: int,
-        kind: str,
-        path: str | None,
-        doc: dict[str, Any],
-    ) -> None:
-        cur.execute(
-            "INSERT INTO entry (run_id, seq, position, generation, kind, path, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, seq, position, generation, kind, path, fragment(doc)),
-        )
+    def insert_entry(self, cur: Cursor, row: EntryRow) -> None:
+        cur.execute(_INSERT_ENTRY, row)
+
+    def insert_entries(self, cur: Cursor, rows: list[EntryRow]) -> None:
+        cur.executemany(_INSERT_ENTRY, rows)
 
     def supersede(self, cur: Cursor, run_id: str, seqs: list[int], by: int) -> None:
         cur.executemany(
