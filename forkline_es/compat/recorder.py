@@ -128,7 +128,9 @@ class RunRecorder:
         )
         key = next(self._keys)
         run, seq = self._append(run_id, lambda r: r._append_event(event, key, (("payload", data),)))
-        rows = self.store.conn.execute(_POSITION, (run.id, seq)).fetchall()
+        if run.last_position is not None:
+            return run.last_position
+        rows = self.store.conn.execute(_POSITION, (run.id, seq)).fetchall()  # a repeated call
         return int(rows[0][0])
 
     def end_run(self, run_id: str, status: str = "success") -> None:

@@ -95,6 +95,8 @@ class Run:
         self._fenced: str | None = None
         #: a row whose commit raised something other than a clash: it may have committed
         self._unacked: NewRow | None = None
+        #: global log position of the event this handle appended last (None after a repeat)
+        self.last_position: int | None = None
 
     @property
     def id(self) -> str:
@@ -391,6 +393,7 @@ class Run:
             raise InvalidRequest(f"an idempotency key is a nonempty string, not {key!r}")
         body = encode_body(event)
         state = self._state
+        self.last_position = None
         seen = state.keys.get(key)
         if seen is not None:
             if seen[2] != comparable(event, body):
@@ -417,7 +420,7 @@ class Run:
             tuple(payloads),
         )
         try:
-            self._store._commit(row, event)
+            position = self._store._commit(row, event)
         except Conflict:
             if self._adopt_own_commit(row, event, body):
                 return entry if entry is not None else seq
@@ -434,6 +437,7 @@ class Run:
             self._unacked = row  # e.g. the acknowledgement was lost after COMMIT
             raise
         self._unacked = None
+        self.last_position = position
         state.apply(seq, entry, gen, key, digest, body, event)
         return entry if entry is not None else seq
 
