@@ -185,15 +185,7 @@ class Store:
         state = RunState(run_id=run_id)
         with self.log.snapshot() as cur:
             for row in self.log.read_run(run_id, cur):
-                state.apply(
-                    row.seq,
-                    row.entry,
-                    row.generation,
-                    row.key,
-                    row.digest,
-                    row.body.encode(),
-                    row.event(),
-                )
+                state.apply_row(row)
             evicted = state.seq == 0 and self.log.eviction(run_id, cur) is not None
         if evicted:
             raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")

@@ -453,15 +453,7 @@ class Run:
         stored = self._store._log_row(row.run_id, seq)
         if stored is None or stored.digest != row.digest:
             return False
-        self._state.apply(
-            stored.seq,
-            stored.entry,
-            stored.generation,
-            stored.key,
-            stored.digest,
-            stored.body.encode(),
-            stored.event(),
-        )
+        self._state.apply_row(stored)
         return True
 
     def _adopt_own_commit(self, row: NewRow, event: EventBody, body: bytes) -> bool:
@@ -480,15 +472,7 @@ class Run:
             return False
         if self._store._log_row(row.run_id, row.seq + 1) is not None:
             return False  # others appended after it: our cached state cannot be trusted
-        self._state.apply(
-            stored.seq,
-            stored.entry,
-            stored.generation,
-            stored.key,
-            stored.digest,
-            stored.body.encode(),
-            stored.event(),
-        )
+        self._state.apply_row(stored)
         return True
 
     # -- internal hooks used by other capabilities -----------------------------------------

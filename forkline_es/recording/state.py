@@ -29,6 +29,7 @@ from forkline_es.log.events import (
     StepEnded,
     encode_body,
 )
+from forkline_es.log.rows import LogRow
 from forkline_es.paths import path_problem
 from forkline_es.vocabulary import (
     INVOKE_DISPATCH,
@@ -180,6 +181,10 @@ class RunState:
                 self.concluded = True
             case _:
                 pass
+
+    def apply_row(self, row: LogRow) -> None:
+        """Fold a row read back from the log (resuming a run, adopting a lost acknowledgement)."""
+        self.apply(row.seq, row.entry, row.generation, row.key, row.digest, row.body.encode(), row.event())
 
     def _recover(self, supersedes: list[int], generation: int) -> None:
         self.generation = generation
