@@ -8,15 +8,16 @@ match on; docs/replay-diff.md gives the rule and examples.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import msgspec
 
+from forkline_es._gc import gc_paused
 from forkline_es.errors import RecordError
 from forkline_es.replay.align import DEFAULT_WINDOW, Op, align
-from forkline_es.replay.entries import active_entries, comparable, entry_path, keys_of
+from forkline_es.replay.entries import Key, active_entries, comparable, entry_path, keys_of
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -253,7 +254,7 @@ def _nested(sub: RunDiff) -> list[Change]:
 
 
 def _skipped(
-    ops: Sequence[Op], entries_a: Sequence[dict[str, Any]], entries_b: Sequence[dict[str, Any]]
+    ops: Sequence[Op], entries_a: Sequence[Mapping[str, Any]], entries_b: Sequence[Mapping[str, Any]]
 ) -> Callable[[int], tuple[Divergence, int]]:
     """A reader that groups a run of consecutive skips of one side and one path."""
 
@@ -282,6 +283,33 @@ def _skipped(
     return group
 
 
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """What the diff needs of one run: run facts, active entries, their keys.
+
+    ``raw`` (stored runs only) holds each active entry's canonical bytes: two entries with
+    equal bytes are equal in everything that counts, so a matched pair is compared
+    field by field only when its bytes differ. ``child`` reads a child entry's run.
+    """
+
+    facts: dict[str, Any]
+    run: Mapping[str, Any]
+    entries: Sequence[Mapping[str, Any]]
+    keys: list[Key]
+    child: Callable[[Mapping[str, Any]], _Side | None]
+    raw: Sequence[msgspec.Raw] | None = None
+
+
+def _document_side(document: Mapping[str, Any], resolve: Resolve | None) -> _Side:
+    entries = active_entries(document)
+
+    def child(entry: Mapping[str, Any]) -> _Side | None:
+        doc = _child_document(entry, resolve)
+        return None if doc is None else _document_side(doc, resolve)
+
+    return _Side(_run_facts(document), document.get("run") or {}, entries, keys_of(entries), child)
+
+
 def _diff(
     doc_a: Mapping[str, Any],
     doc_b: Mapping[str, Any],
@@ -289,12 +317,17 @@ def _diff(
     window: int,
     depth: int,
 ) -> RunDiff:
+    return _diff_sides(_document_side(doc_a, resolve), _document_side(doc_b, resolve), window, depth)
+
+
+def _diff_sides(side_a: _Side, side_b: _Side, window: int, depth: int) -> RunDiff:
     found: list[Divergence] = []
-    facts = json_changes(_run_facts(doc_a), _run_facts(doc_b))
+    facts = json_changes(side_a.facts, side_b.facts)
     if facts:
         found.append(Divergence("run", None, None, None, facts))
-    entries_a, entries_b = active_entries(doc_a), active_entries(doc_b)
-    keys_a, keys_b = keys_of(entries_a), keys_of(entries_b)
+    entries_a, entries_b = side_a.entries, side_b.entries
+    keys_a, keys_b = side_a.keys, side_b.keys
+    raw_a, raw_b = side_a.raw, side_b.raw
     ops = align(keys_a, keys_b, window)
     group = _skipped(ops, entries_a, entries_b)
     at = 0
@@ -306,21 +339,23 @@ def _diff(
             continue
         at += 1
         assert i is not None and j is not None
+        if raw_a is not None and raw_b is not None and raw_a[i] == raw_b[j]:
+            continue  # identical bytes: nothing differs, and a child entry names the same run
         a, b = entries_a[i], entries_b[j]
         differs = compare_entries(a, b)
         if differs is not None:
             found.append(Divergence(differs[0], entry_path(a), a.get("seq"), b.get("seq"), differs[1]))
         elif a.get("kind") == "child" and depth < MAX_CHILD_DEPTH:
-            ca, cb = _child_document(a, resolve), _child_document(b, resolve)
+            ca, cb = side_a.child(a), side_b.child(b)
             if ca is not None and cb is not None:
-                sub = _diff(ca, cb, resolve, window, depth + 1)
+                sub = _diff_sides(ca, cb, window, depth + 1)
                 if not sub.is_match:
                     found.append(
                         Divergence("child", entry_path(a), a.get("seq"), b.get("seq"), _nested(sub), sub)
                     )
     concluded = any(k[0] == "conclude" for k in keys_a) or any(k[0] == "conclude" for k in keys_b)
     if not concluded:
-        run_a, run_b = doc_a.get("run") or {}, doc_b.get("run") or {}
+        run_a, run_b = side_a.run, side_b.run
         fields = ("status", "code", "step", "reason")
         status = json_changes(
             {"run": {k: run_a.get(k) for k in fields}}, {"run": {k: run_b.get(k) for k in fields}}
@@ -353,6 +388,118 @@ def diff_runs(store: Store, run_a: str, run_b: str, *, window: int = DEFAULT_WIN
 
     Refusals of the lookups (``RunNotFound``, ``RunNotRetained``) propagate unchanged.
     """
-    doc_a = store.get_run_record(run_a)
-    doc_b = store.get_run_record(run_b)
-    return diff_documents(doc_a, doc_b, resolve=store.get_run_record, window=window)
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    return _diff_sides(stored_side(store, run_a), stored_side(store, run_b), window, 0)
+
+
+def stored_side(store: Store, run_id: str) -> _Side:
+    """One stored run as the diff sees it, from its canonical bytes (``export_run_record``).
+
+    Only what the alignment needs is decoded up front (kind, seq, path, attempt, step path
+    and status, supersedes, into Structs); an entry becomes a dict only when it is
+    reported or when its bytes differ from its counterpart's. Same result as diffing
+    ``get_run_record`` documents, without building two whole documents of dicts.
+    """
+    data = store.export_run_record(run_id)
+    with gc_paused():
+        doc = _doc_head.decode(data)
+        heads = doc.entries
+        raws = _doc_raw.decode(data).entries
+    superseded: set[int] = set()
+    for h in heads:
+        if h.kind == "recovery" and h.supersedes:
+            superseded.update(h.supersedes)
+    keep = [n for n, h in enumerate(heads) if h.kind != "recovery" and h.seq not in superseded]
+    keys = keys_from_heads(heads[n] for n in keep)
+    active = [raws[n] for n in keep]
+
+    def child(entry: Mapping[str, Any]) -> _Side | None:
+        child_id = entry.get("child")
+        if not isinstance(child_id, str):
+            return None
+        try:
+            return stored_side(store, child_id)
+        except RecordError:
+            return None
+
+    facts = {
+        "standard": doc.standard,
+        "run": {k: doc.run.get(k) for k in ("workflow", "name", "dry_run")},
+        "pins": doc.pins,
+    }
+    return _Side(facts, doc.run, _Decoded(active), keys, child, active)
+
+
+class _Decoded(Sequence[Mapping[str, Any]]):
+    """Entries decoded to dicts on first access (most are never looked at)."""
+
+    __slots__ = ("_done", "_raw")
+
+    def __init__(self, raw: list[msgspec.Raw]) -> None:
+        self._raw = raw
+        self._done: dict[int, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self._raw)
+        entry = self._done.get(index)
+        if entry is None:
+            entry = self._done[index] = msgspec.json.decode(self._raw[index])
+        return entry
+
+
+class _StepHead(msgspec.Struct):
+    path: str = ""
+    status: str = ""
+
+
+class _EntryHead(msgspec.Struct):
+    """The members of an entry that place it; the rest is skipped by the decoder."""
+
+    kind: str
+    seq: int | None = None
+    path: str | None = None
+    attempt: int | None = None
+    step: _StepHead | None = None
+    supersedes: list[int] | None = None
+
+
+class _DocHead(msgspec.Struct):
+    entries: list[_EntryHead] = []
+    run: dict[str, Any] = {}
+    standard: Any = None
+    pins: Any = None
+
+
+class _DocRaw(msgspec.Struct):
+    entries: list[msgspec.Raw] = []
+
+
+_doc_head: Final = msgspec.json.Decoder(_DocHead)
+_doc_raw: Final = msgspec.json.Decoder(_DocRaw)
+
+
+def keys_from_heads(heads: Iterable[_EntryHead]) -> list[Key]:
+    """``entries.keys_of`` over decoded heads (same keys for the same entries)."""
+    seen: dict[tuple[str, str, int, str], int] = {}
+    keys: list[Key] = []
+    for h in heads:
+        if h.kind == "step":
+            step = h.step or _StepHead()
+            base = (h.kind, step.path, 0, step.status)
+        else:
+            base = (h.kind, h.path or "", h.attempt or 0, "")
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        keys.append((*base, n))
+    return keys
