@@ -164,14 +164,14 @@ class Projections:
             self._cache[row.run_id] = cache
         cache.seq = row.seq
 
-        summary = fold_summary(cache.summary, row, event)
-        if summary is not cache.summary and summary is not None:
-            self.persist.save_summary(cur, summary)
-            cache.summary = summary
-
         view: StepView | None = None
         path: str | None = None
-        if isinstance(event, STEP_EVENTS):
+        if not isinstance(event, STEP_EVENTS):  # a step event leaves the summary as it is
+            summary = fold_summary(cache.summary, row, event)
+            if summary is not cache.summary and summary is not None:
+                self.persist.save_summary(cur, summary)
+                cache.summary = summary
+        else:
             path = event.path
             if path in cache.steps:
                 before = cache.steps[path]
