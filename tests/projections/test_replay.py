@@ -119,7 +119,8 @@ class ReplayMachine(HistoryMachine):
                     assert e["child"] in {s["id"] for s in self.store.list_runs(own["workflow"])}
 
 
+# 300 histories of up to 30 calls under the CI profile (about a minute), 6,000 under --slow.
 ReplayMachine.TestCase.settings = settings(
-    settings(), stateful_step_count=30, max_examples=settings().max_examples * 3 // 2
+    settings(), stateful_step_count=30, max_examples=settings().max_examples * 3
 )
 TestReplay = ReplayMachine.TestCase
