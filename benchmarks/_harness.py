@@ -35,6 +35,7 @@ __all__ = [
     "environment",
     "format_table",
     "paired",
+    "peak_rss_kb",
     "single",
     "workdir",
 ]
@@ -166,6 +167,26 @@ def single(
         repeats=repeats,
         note=note,
     )
+
+
+def peak_rss_kb() -> int:
+    """This process's own peak resident set size, in KB.
+
+    ``/proc/self/status`` VmHWM is the high-water mark of the current address space, so a
+    subprocess reports its own peak. ``getrusage(...).ru_maxrss`` is only the fallback:
+    on Linux it survives ``execve``, so a child started by a large parent (the benchmark
+    runner after recording a million events) reports the parent's peak instead.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 @contextmanager

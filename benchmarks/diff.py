@@ -4,10 +4,11 @@ Both runs are recorded through the ordinary Run API: a start, 24,999 action step
 entries each (begin with arguments, invoke, result with a small result, end), one last
 begin/end step whose outcome differs between the runs, and the conclusion: 100,000
 entries each. The timed work is the library call ``fe.diff_runs(store, a, b)``, which
-reads both run record documents from the projections (default durability: WAL,
-``synchronous=NORMAL``; diff only reads) and aligns and compares every entry. Each trial
-runs in a fresh process so its peak RSS is the diff's own (reading, decoding, aligning),
-not the recording's.
+reads both runs' canonical record bytes from the projections (default durability: WAL,
+``synchronous=NORMAL``; diff only reads), decodes what the alignment needs, and compares
+every matched pair. Each trial runs in a fresh process so its peak RSS (VmHWM) is the
+diff's own (reading, decoding, aligning), not the recording's. A second row times the
+part of it that is reading: ``export_run_record`` of both runs.
 
     python -m benchmarks.diff [--quick]
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 import forkline_es as fe
-from benchmarks._harness import Row, Timer, Trial, single
+from benchmarks._harness import Row, Timer, Trial, peak_rss_kb, single
 
 __all__ = ["build", "main", "measure", "run"]
 
@@ -48,15 +49,13 @@ def build(store: fe.Store, steps: int, last_outcome: str) -> str:
 
 def measure(db: str, a: str, b: str) -> dict[str, float]:
     """Run in a fresh process: seconds of one diff_runs call and the process's peak RSS."""
-    import resource
-
     with fe.Store.open(db) as store:
         with Timer() as t:
             diff = fe.diff_runs(store, a, b)
-        rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        doc_a, doc_b = store.get_run_record(a), store.get_run_record(b)
-    with Timer() as core:
-        fe.diff_documents(doc_a, doc_b)
+        rss_kb = peak_rss_kb()
+        with Timer() as core:
+            store.export_run_record(a)
+            store.export_run_record(b)
     first = diff.first
     assert first is not None and first.path == "last" and len(diff.divergences) == 1, diff.divergences
     entries = float(first.seq_a or 0)
@@ -97,7 +96,7 @@ def run(quick: bool, workdir: Path) -> list[Row]:
     note = f"{seconds:.1f} s; peak RSS {max(peaks):.0f} MB (fresh process); setup {setup.seconds:.0f} s"
     core = iter(cores)
     align_only = single(
-        "  of which diff_documents (align + compare, documents already read)",
+        "  of which reading both records (export_run_record bytes)",
         lambda: next(core),
         len(cores),
         unit="entries/s",

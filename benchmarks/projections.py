@@ -1,8 +1,8 @@
 """Projections: rebuild throughput over a generated log, and get_run_record latency.
 
 Rebuild: ``store.rebuild_projections()`` over a log of 1,000,000 events (``--quick``:
-50,000), run in a fresh subprocess so that its peak RSS (``resource.getrusage``) is the
-rebuild's own. The floor it is paired with scans the same log in position order and
+50,000), run in a fresh subprocess so that its peak RSS (VmHWM, ``_harness.peak_rss_kb``) is
+the rebuild's own. The floor it is paired with scans the same log in position order and
 decodes every body with msgspec, folding nothing. Targets: >= 300,000 events/s and
 < 200 MB peak RSS.
 
@@ -30,19 +30,21 @@ __all__ = ["main", "run"]
 _ARTIFACT: Final = "sha256:" + "ab" * 32
 
 _REBUILD: Final = """
-import json, resource, sys, time
+import json, sys, time
 import forkline_es as fe
+from benchmarks._harness import peak_rss_kb
 store = fe.Store.open(sys.argv[1])
 t = time.perf_counter()
 n = store.rebuild_projections()
 s = time.perf_counter() - t
-print(json.dumps([n, s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+print(json.dumps([n, s, peak_rss_kb()]))
 """
 
 _SCAN: Final = """
-import json, resource, sys, time
+import json, sys, time
 import apsw, msgspec
 from forkline_es.log.events import EventBody
+from benchmarks._harness import peak_rss_kb
 conn = apsw.Connection(sys.argv[1])
 dec = msgspec.json.Decoder(EventBody)
 t = time.perf_counter()
@@ -51,7 +53,7 @@ for (body,) in conn.execute("SELECT body FROM log ORDER BY position"):
     dec.decode(body)
     n += 1
 s = time.perf_counter() - t
-print(json.dumps([n, s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+print(json.dumps([n, s, peak_rss_kb()]))
 """
 
 
@@ -74,7 +76,13 @@ def _generate(path: Path, events: int) -> None:
 
 
 def _subprocess(script: str, db: Path, rss: list[int]) -> Trial:
-    out = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, check=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        capture_output=True,
+        check=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     n, seconds, maxrss_kb = json.loads(out.stdout)
     rss.append(maxrss_kb)
     return Trial(n, seconds)
