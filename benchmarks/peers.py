@@ -29,11 +29,13 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import forkline_es as fe
 from benchmarks._harness import Row, Timer, Trial, paired
+from forkline_es.log.connection import Durability
 
 __all__ = ["main", "run"]
 
@@ -60,8 +62,8 @@ def _missing(workload: str, peer: str, why: str) -> Row:
 # -- forkline_es sides ---------------------------------------------------------------------
 
 
-def _ours_events(workdir: Path, n: int, durability: str) -> Trial:
-    with fe.Store.open(_fresh(workdir, "fe-events"), durability=durability) as store:  # type: ignore[arg-type]
+def _ours_events(workdir: Path, n: int, durability: Durability) -> Trial:
+    with fe.Store.open(_fresh(workdir, "fe-events"), durability=durability) as store:
         run = store.start_run(workflow="bench/events")
         with Timer() as t:
             for i in range(n):
@@ -69,11 +71,8 @@ def _ours_events(workdir: Path, n: int, durability: str) -> Trial:
     return Trial(n, t.seconds)
 
 
-def _ours_recorder(workdir: Path, n: int, durability: str) -> Trial:
-    recorder = fe.RunRecorder(db_path=str(_fresh(workdir, "fe-recorder")))
-    if durability == "full":
-        recorder.close()
-        recorder = fe.RunRecorder(db_path=str(_fresh(workdir, "fe-recorder")), durability="full")
+def _ours_recorder(workdir: Path, n: int, durability: Durability) -> Trial:
+    recorder = fe.RunRecorder(db_path=str(_fresh(workdir, "fe-recorder")), durability=durability)
     run_id = recorder.start_run(entrypoint="bench.py")
     with Timer() as t:
         for i in range(n):
@@ -82,8 +81,8 @@ def _ours_recorder(workdir: Path, n: int, durability: str) -> Trial:
     return Trial(n, t.seconds)
 
 
-def _ours_steps(workdir: Path, n: int, durability: str) -> Trial:
-    with fe.Store.open(_fresh(workdir, "fe-steps"), durability=durability) as store:  # type: ignore[arg-type]
+def _ours_steps(workdir: Path, n: int, durability: Durability) -> Trial:
+    with fe.Store.open(_fresh(workdir, "fe-steps"), durability=durability) as store:
         run = store.start_run(workflow="bench/steps")
         with Timer() as t:
             for i in range(n):
@@ -99,7 +98,7 @@ def _ours_steps(workdir: Path, n: int, durability: str) -> Trial:
 # -- eventsourcing ---------------------------------------------------------------------------
 
 
-def _eventsourcing_recorder(workdir: Path, n: int, durability: str) -> Trial:
+def _eventsourcing_recorder(workdir: Path, n: int, durability: Durability) -> Trial:
     from eventsourcing.persistence import StoredEvent
     from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
@@ -129,7 +128,7 @@ def _recording_aggregate() -> Any:
     return Recording
 
 
-def _eventsourcing_app(workdir: Path, n: int, durability: str) -> Trial:
+def _eventsourcing_app(workdir: Path, n: int, durability: Durability) -> Trial:
     from eventsourcing.application import Application
 
     Recording = _recording_aggregate()
@@ -199,7 +198,7 @@ _DBOS_SCRIPT: Final = textwrap.dedent(
 )
 
 
-def _dbos_steps(workdir: Path, n: int, durability: str) -> Trial:
+def _dbos_steps(workdir: Path, n: int, durability: Durability) -> Trial:
     path = _fresh(workdir, "dbos")
     out = subprocess.run(
         [sys.executable, "-c", _DBOS_SCRIPT, str(path), str(n), durability],
@@ -225,15 +224,16 @@ def run(quick: bool, workdir: Path) -> list[Row]:
     repeats = 1 if quick else 5
     rows: list[Row] = []
     why = _installed("eventsourcing")
-    for durability in ("normal", "full"):
+    durabilities: tuple[Durability, ...] = ("normal", "full")
+    for durability in durabilities:
         if why is not None:
             rows.append(_missing(f"one run, {n:,} events, one call each", "eventsourcing", why))
             break
         rows.append(
             paired(
                 f"one run, {n:,} events, one call each (executor begin_step)",
-                lambda d=durability: _ours_events(workdir, n, d),
-                lambda d=durability: _eventsourcing_recorder(workdir, n, d),
+                partial(_ours_events, workdir, n, durability),
+                partial(_eventsourcing_recorder, workdir, n, durability),
                 "eventsourcing SQLiteApplicationRecorder.insert_events",
                 repeats,
                 durability=durability,
@@ -243,8 +243,8 @@ def run(quick: bool, workdir: Path) -> list[Row]:
         rows.append(
             paired(
                 f"one run, {n:,} events, one call each (RunRecorder.log_event)",
-                lambda d=durability: _ours_recorder(workdir, n, d),
-                lambda d=durability: _eventsourcing_app(workdir, n, d),
+                partial(_ours_recorder, workdir, n, durability),
+                partial(_eventsourcing_app, workdir, n, durability),
                 "eventsourcing Application.save per event",
                 repeats,
                 durability=durability,
@@ -252,15 +252,15 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             )
         )
     why = _installed("dbos")
-    for durability in ("normal", "full"):
+    for durability in durabilities:
         if why is not None:
             rows.append(_missing(f"{steps:,} workflow steps", "DBOS Transact (SQLite)", why))
             break
         rows.append(
             paired(
                 f"{steps:,} workflow steps, small inputs/outputs",
-                lambda d=durability: _ours_steps(workdir, steps, d),
-                lambda d=durability: _dbos_steps(workdir, steps, d),
+                partial(_ours_steps, workdir, steps, durability),
+                partial(_dbos_steps, workdir, steps, durability),
                 "DBOS Transact 3 on SQLite",
                 repeats,
                 unit="steps/s",
