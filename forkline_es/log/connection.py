@@ -72,6 +72,11 @@ def _foreign_keys(conn: Connection, durability: Durability) -> None:
 
 def _wal(conn: Connection, durability: Durability) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
+    # An executor's event touches ~9 pages (log, payload and projection rows), most of them
+    # the same few hot pages again; checkpointing every 4,000 frames (~16 MB of WAL) instead
+    # of SQLite's 1,000 writes each hot page back a quarter as often: about 20% more events/s
+    # on the executor path, measured paired (docs/benchmarks.md).
+    conn.execute("PRAGMA wal_autocheckpoint = 4000")
 
 
 def _synchronous(conn: Connection, durability: Durability) -> None:

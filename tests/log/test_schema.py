@@ -186,3 +186,19 @@ def test_a_store_with_a_crashed_writers_wal_opens_with_its_events(db_path: Path)
     _crash_after(db_path, "PRAGMA user_version")  # a reader that died: WAL and shm stay
     with fe.Store.open(db_path) as store:
         assert store.get_run_record(run_id)["run"]["id"] == run_id
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durability: Durability) -> None:
+    """WAL, the durability's synchronous level, foreign keys, and the larger checkpoint interval."""
+    with fe.Store.open(db_path, durability=durability) as store:
+        pragma = {
+            name: store.conn.execute(f"PRAGMA {name}").fetchall()[0][0]
+            for name in ("journal_mode", "synchronous", "foreign_keys", "wal_autocheckpoint")
+        }
+    assert pragma == {
+        "journal_mode": "wal",
+        "synchronous": 2 if durability == "full" else 1,
+        "foreign_keys": 1,
+        "wal_autocheckpoint": 4000,
+    }
