@@ -139,17 +139,28 @@ def log_batch(workdir: Path, rows: list[NewRow]) -> Trial:
     return Trial(len(rows), t.seconds)
 
 
-def executor(workdir: Path, steps: int) -> Trial:
-    """A realistic step through the Store API: begin, invoke, result, end; small payloads."""
-    with fe.Store.open(_fresh(workdir, "store")) as store:
+def _one_step(run: fe.Run, i: int) -> None:
+    path = f"steps/{i}"
+    run.begin_step(path, arguments={"i": i, "url": "https://example.org/item"})
+    run.invoke(path, 1, "http.get", _ARTIFACT, "ambiguous")
+    run.result(path, 1, "succeeded", result={"status": 200, "size": 512})
+    run.end_step(path, "succeeded")
+
+
+def executor(workdir: Path, steps: int, durability: Durability = "normal", batched: bool = False) -> Trial:
+    """A realistic step through the Store API: begin, invoke, result, end; small payloads.
+
+    ``batched``: each step's four events in one ``run.batch()`` (one commit per step).
+    """
+    with fe.Store.open(_fresh(workdir, "store"), durability=durability) as store:
         run = store.start_run("bench/append", inputs={"n": steps})
         with Timer() as t:
             for i in range(steps):
-                path = f"steps/{i}"
-                run.begin_step(path, arguments={"i": i, "url": "https://example.org/item"})
-                run.invoke(path, 1, "http.get", _ARTIFACT, "ambiguous")
-                run.result(path, 1, "succeeded", result={"status": 200, "size": 512})
-                run.end_step(path, "succeeded")
+                if batched:
+                    with run.batch():
+                        _one_step(run, i)
+                else:
+                    _one_step(run, i)
         run.conclude("succeeded", outputs={"done": steps})
     return Trial(4 * steps, t.seconds)
 
@@ -187,6 +198,14 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             repeats,
             note="Store API, small payloads",
         ),
+        paired(
+            "executor step, one run.batch() per step",
+            on(executor, steps, "normal", True),
+            on(raw_single, singles),
+            "raw apsw, one per txn",
+            repeats,
+            note="4 events per commit",
+        ),
     ]
     if not quick:
         full = singles[:2_000]
@@ -199,6 +218,17 @@ def run(quick: bool, workdir: Path) -> list[Row]:
                 repeats,
                 durability="full",
                 target=0.7,
+            )
+        )
+        out.append(
+            paired(
+                "executor step, one run.batch() per step",
+                on(executor, steps // 5, "full", True),
+                on(raw_single, full, "full"),
+                "raw apsw, one per txn",
+                repeats,
+                durability="full",
+                note="4 events per commit and fsync",
             )
         )
     return out

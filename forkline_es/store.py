@@ -195,31 +195,36 @@ class Store:
 
     def _commit(self, row: NewRow, event: EventBody) -> int:
         """Append one row and fold it into every projection, in one transaction."""
+        return self._commit_many([(row, event)])[0]
+
+    def _commit_many(self, pending: list[tuple[NewRow, EventBody]]) -> list[int]:
+        """Append rows (all or none) and fold each into every projection, in one transaction."""
 
         def project(cur: Cursor, positions: list[int]) -> None:
-            position = positions[0]
-            stored = LogRow(
-                position,
-                row.run_id,
-                row.seq,
-                row.entry,
-                row.generation,
-                row.kind,
-                row.at,
-                row.key,
-                row.body.decode(),
-                row.digest,
-                row.prev,
-            )
-            self.projections.apply(cur, stored, event)
-            self.projections.persist.mark_position(cur, position)
+            for position, (row, event) in zip(positions, pending, strict=True):
+                stored = LogRow(
+                    position,
+                    row.run_id,
+                    row.seq,
+                    row.entry,
+                    row.generation,
+                    row.kind,
+                    row.at,
+                    row.key,
+                    row.body.decode(),
+                    row.digest,
+                    row.prev,
+                )
+                self.projections.apply(cur, stored, event)
+            self.projections.persist.mark_position(cur, positions[-1])
 
         try:
-            positions, _ = self.log.append([row], project)
+            positions, _ = self.log.append([row for row, _ in pending], project)
         except BaseException:
-            self.projections.forget(row.run_id)  # the fold may have cached what did not commit
+            for run_id in {row.run_id for row, _ in pending}:
+                self.projections.forget(run_id)  # the fold may have cached what did not commit
             raise
-        return positions[0]
+        return positions
 
     def _log_row(self, run_id: str, seq: int) -> LogRow | None:
         rows = list(self.log.read_run_from(run_id, seq, limit=1))

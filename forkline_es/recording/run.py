@@ -8,7 +8,8 @@ Follow ``run.invoke(...)``: the arguments are checked against the cached ``RunSt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from forkline_es._logging import get_logger
@@ -97,6 +98,8 @@ class Run:
         self._unacked: NewRow | None = None
         #: global log position of the event this handle appended last (None after a repeat)
         self.last_position: int | None = None
+        #: rows checked and folded but not yet committed, inside ``with run.batch():``
+        self._batch: list[tuple[NewRow, EventBody]] | None = None
 
     @property
     def id(self) -> str:
@@ -372,6 +375,46 @@ class Run:
         """Record a finite metric value, one per (name, step); returns the event's seq."""
         return _artifacts.observe(self, name, value, unit, step, key)
 
+    @contextmanager
+    def batch(self) -> Iterator[Run]:
+        """Record several calls in one transaction: all of them or none, one commit.
+
+        Each call inside is checked and returns its seq at once, as usual; the events
+        reach the log together when the block ends (one fsync at ``durability="full"``
+        instead of one per call). If the block raises, or the commit is refused, nothing
+        of it is written and the handle is back at what the log says. An executor uses
+        it for the events of one step, e.g. ``begin_step`` and ``invoke`` before dispatch.
+        """
+        if self._batch is not None:
+            raise InvalidRequest("batches do not nest: end the open run.batch() first")
+        if self._fenced is not None:
+            raise Conflict(self._fenced)
+        self._batch = []
+        try:
+            yield self
+        except BaseException:
+            self._batch = None
+            self._reload()
+            raise
+        pending, self._batch = self._batch, None
+        if not pending:
+            return
+        try:
+            positions = self._store._commit_many(pending)
+        except BaseException as e:
+            self._reload()
+            if isinstance(e, Conflict) and self._store._log_row(self.id, pending[0][0].seq) is not None:
+                self._fenced = (
+                    f"run {self.id} was extended by another writer; this handle is stale "
+                    "(store.resume_run(run_id) gives a handle at the current generation)"
+                )
+            raise
+        self.last_position = positions[-1]
+
+    def _reload(self) -> None:
+        """Back to what the log says (after a batch that was not written)."""
+        self._state = self._store.resume_run(self.id)._state
+
     # -- the one append path ------------------------------------------------------------
 
     def _slots(self, **args: Any) -> tuple[dict[str, Any], tuple[tuple[str, bytes], ...]]:
@@ -419,6 +462,10 @@ class Run:
             state.last_digest,
             tuple(payloads),
         )
+        if self._batch is not None:
+            self._batch.append((row, event))
+            state.apply(seq, entry, gen, key, digest, body, event)
+            return entry if entry is not None else seq
         try:
             position = self._store._commit(row, event)
         except Conflict:
