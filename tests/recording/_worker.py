@@ -1,6 +1,6 @@
 """Recording executors run as separate processes by the crash and concurrency tests.
 
-``python _worker.py crash DB RUN``: resume (or start) RUN, recover by superseding the
+``python _worker.py crash DB RUN [DURABILITY]``: resume (or start) RUN, recover by superseding the
 entries of every unfinished step, then record steps forever, printing ``kind entry``
 for each acknowledged call (flushed) so the parent knows what returned before a kill.
 
@@ -27,8 +27,8 @@ def ack(*parts: object) -> None:
     print(*parts, flush=True)
 
 
-def crash(db: str, run_id: str) -> None:
-    store = fe.Store.open(db)
+def crash(db: str, run_id: str, durability: str = "normal") -> None:
+    store = fe.Store.open(db, durability=durability)  # type: ignore[arg-type]
     try:
         run = store.resume_run(run_id)
         gen = run.recover(unfinished_entries(store, run_id))
@@ -88,7 +88,7 @@ def writer(db: str, n: int, steps: int) -> None:
 if __name__ == "__main__":
     command, db, arg = sys.argv[1:4]
     if command == "crash":
-        crash(db, arg)
+        crash(db, arg, sys.argv[4] if len(sys.argv) > 4 else "normal")
     elif command == "recover":
         recover(db, arg, float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     else:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import apsw
+import pytest
 
 import forkline_es as fe
 
@@ -27,14 +28,16 @@ KIND = {
 }
 
 
-def _kill_at_random(db: Path, rng: random.Random, early: bool) -> list[tuple[str, int]]:
+def _kill_at_random(
+    db: Path, rng: random.Random, early: bool, durability: str = "normal"
+) -> list[tuple[str, int]]:
     """Start the executor, SIGKILL it at a random instant, return what it acknowledged.
 
     ``early``: kill at a random instant from spawn (perhaps while it opens or migrates the
     store); otherwise once it has acknowledged its first call, a random while later.
     """
     proc = subprocess.Popen(
-        [sys.executable, str(WORKER), "crash", str(db), "run"],
+        [sys.executable, str(WORKER), "crash", str(db), "run", durability],
         bufsize=0,  # unbuffered: readline must not take bytes that communicate() then misses
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -66,15 +69,18 @@ def _has_schema(db: Path) -> bool:
         conn.close()
 
 
-def test_sigkill_at_random_instants_loses_nothing_acknowledged(db_path: Path) -> None:
+@pytest.mark.parametrize(("durability", "iterations"), [("normal", ITERATIONS), ("full", ITERATIONS // 3)])
+def test_sigkill_at_random_instants_loses_nothing_acknowledged(
+    db_path: Path, durability: str, iterations: int
+) -> None:
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     acknowledged_total = 0
     late_kills = 0
-    for iteration in range(ITERATIONS):
+    for iteration in range(iterations):
         early = rng.random() < 0.2
         late_kills += not early
-        acks = _kill_at_random(db_path, rng, early)
+        acks = _kill_at_random(db_path, rng, early, durability)
         acknowledged_total += len(acks)
         if not db_path.exists() or not _has_schema(db_path):  # killed before the schema committed
             assert not acks
