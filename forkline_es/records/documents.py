@@ -7,7 +7,6 @@ state ``removed`` when retention deleted the value row. Nothing here writes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -25,7 +24,8 @@ __all__ = ["EXTENSIONS", "build_document", "document_bytes", "finish"]
 
 _decode: Final = msgspec.json.decode
 
-Values = dict[tuple[int, str], str]
+#: ``<position>,"<slot>"`` (a reference's text) -> the stored canonical typed value
+Values = dict[str, str]
 
 #: ``x-`` extensions of the document: name -> reader(cursor, run_id) -> value or None.
 EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {
@@ -35,8 +35,9 @@ EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {
 }
 
 
-#: A present slot's reference, always its last member (``REF`` sorts after every name).
-_REF_TEXT: Final = re.compile(',"' + re.escape(REF) + r'":\[(\d+),"([a-z]+)"\]\}')
+#: What opens a present slot's reference, always the slot's last member (``REF`` sorts
+#: after every name): ``,"~":[<position>,"<slot>"]}``.
+_REF_OPEN: Final = ',"' + REF + '":['
 _REMOVED: Final = ',"~removed":true}'
 
 
@@ -45,19 +46,26 @@ def resolve_text(text: str, values: Values) -> tuple[str, bool]:
 
     A reference is replaced by ``,"value":<stored canonical JSON>}``, which keeps the
     member order canonical (``value`` sorts after ``class``, ``state``, ``suppressed``).
-    A removed value leaves a marker that ``_mark_removed`` turns into state ``removed``.
+    ``values`` is keyed by the reference's own text (``<position>,"<slot>"``), so each
+    reference costs one partition and one lookup. A removed value leaves a marker that
+    ``_mark_removed`` turns into state ``removed``. (A reference's opening cannot occur
+    inside a JSON string: there its quotes would be escaped.)
     """
+    pieces = text.split(_REF_OPEN)
+    out = [pieces[0]]
     removed = False
-
-    def put(m: re.Match[str]) -> str:
-        nonlocal removed
-        stored = values.get((int(m[1]), m[2]))
+    for piece in pieces[1:]:
+        ref, _, rest = piece.partition("]}")
+        stored = values.get(ref)
         if stored is None:
             removed = True
-            return _REMOVED
-        return ',"value":' + stored + "}"
-
-    return _REF_TEXT.sub(put, text), removed
+            out.append(_REMOVED)
+        else:
+            out.append(',"value":')
+            out.append(stored)
+            out.append("}")
+        out.append(rest)
+    return "".join(out), removed
 
 
 def _mark_removed(node: Any) -> None:
@@ -85,14 +93,12 @@ def finish(text: str, values: Values) -> bytes:
 
 def run_values(cur: Cursor, run_id: str) -> Values:
     """Every payload value still stored for the run's events."""
-    return {
-        (position, slot): value
-        for position, slot, value in cur.execute(
-            "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
-            "WHERE l.run_id = ?",
-            (run_id,),
-        )
-    }
+    rows = cur.execute(
+        "SELECT p.position || ',\"' || p.slot || '\"', p.value "
+        "FROM log AS l JOIN payload AS p ON p.position = l.position WHERE l.run_id = ?",
+        (run_id,),
+    )
+    return dict(rows)
 
 
 def document_bytes(cur: Cursor, persist: Persister, summary: RunSummary) -> bytes:
