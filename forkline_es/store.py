@@ -118,7 +118,7 @@ class Store:
         workflow: str,
         standard: str = "1.0",
         name: str | None = None,
-        inputs: Any = MISSING,
+        inputs: Any = {},  # noqa: B006 - never mutated; an empty map is still an input payload
         trigger: Any = MISSING,
         dry_run: bool = False,
         parent: str | None = None,
@@ -142,7 +142,9 @@ class Store:
             raise InvalidRequest(f"dry_run must be True or False, not {dry_run!r}")
         checked_pins = self._check_pins(pins)
         rid = check_text(run_id, "run_id", optional=True) or uuid.uuid4().hex
-        slots, payloads = encode_slots({"inputs": inputs, "trigger": trigger}, self.is_sensitive)
+        slots, payloads = encode_slots(
+            {"inputs": inputs, "trigger": trigger}, self.is_sensitive, dry_run=dry_run
+        )
         event = RunStarted(
             workflow=workflow,
             standard=standard,

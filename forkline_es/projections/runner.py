@@ -44,7 +44,7 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 3
+CORE_VERSION: Final = 4
 
 Progress = Callable[[int, int], None]
 

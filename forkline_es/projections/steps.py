@@ -37,6 +37,17 @@ def _refs(row: LogRow, slots: dict[str, Slot]) -> dict[str, SlotRef]:
     return {k: SlotRef(row.position, k, s) for k, s in slots.items()}
 
 
+def _ended_code(event: StepEnded, latest: str | None) -> str | None:
+    """The code that applies once a step ended: its own, else a failed outcome's last attempt's.
+
+    A code classified for a failed attempt does not describe a step that then succeeded
+    (or was skipped or cancelled).
+    """
+    if event.code is not None:
+        return event.code
+    return latest if event.outcome == "failed" else None
+
+
 def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView | None:
     """The step view of ``event``'s path after it; None only if there never was one."""
     gen = row.generation
@@ -77,7 +88,7 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
                 generation=gen,
                 status="ended",
                 outcome=event.outcome,
-                code=event.code if event.code is not None else base.code,
+                code=_ended_code(event, base.code),
                 branch=event.branch,
                 slots={**base.slots, **_refs(row, event.slots)},
             )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from forkline_es.errors import InvalidValue
+
 __all__ = ["MISSING", "NOT_RECORDED", "Partial", "Sensitive"]
 
 
@@ -45,6 +47,12 @@ class Partial:
     __slots__ = ("suppressed", "value")
 
     def __init__(self, value: Any, suppressed: Sequence[Sequence[str | int]]) -> None:
+        if isinstance(suppressed, str | bytes) or any(isinstance(p, str | bytes) for p in suppressed):
+            raise InvalidValue(
+                "suppressed is a list of paths, each a list of map keys and list indices "
+                "(e.g. [['a', 0]]; [[]] is the whole value), not a string",
+                "$",
+            )
         self.value = value
         self.suppressed = [list(p) for p in suppressed]
 

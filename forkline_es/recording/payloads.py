@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from forkline_es.errors import InvalidValue
+from forkline_es.errors import InvalidRequest, InvalidValue
 from forkline_es.log.events import Slot
 from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
 from forkline_es.values import encode_value_json, sha256_digest
@@ -24,8 +24,6 @@ SLOT_CLASS: Final[dict[str, str]] = {
     "event": "events",
 }
 
-_WITHHELD: Final = Slot(state="withheld")
-_NOT_RECORDED: Final = Slot(state="not-recorded")
 
 #: (slots for the event body, (slot, canonical typed-value JSON) rows for the payload table)
 Payloads = tuple[dict[str, Slot], tuple[tuple[str, bytes], ...]]
@@ -46,31 +44,35 @@ def _suppressed(paths: list[list[Any]], where: str) -> list[list[str | int]]:
     return paths
 
 
-def encode_slots(args: dict[str, Any], is_sensitive: IsSensitive | None = None) -> Payloads:
+def encode_slots(
+    args: dict[str, Any], is_sensitive: IsSensitive | None = None, *, dry_run: bool = True
+) -> Payloads:
     """Encode every passed payload argument; refuse the whole call on the first bad value.
 
     A ``Sensitive`` value, or one the store's redaction policy finds sensitive, becomes a
-    ``withheld`` slot and nothing of it (not even a digest) is kept.
+    ``withheld`` slot and nothing of it (not even a digest) is kept. A ``Partial`` (dry
+    runs only) keeps its suppressed paths whatever the slot's state.
     """
     slots: dict[str, Slot] = {}
     rows: list[tuple[str, bytes]] = []
     for name, arg in args.items():
         if arg is MISSING:
             continue
-        if arg is NOT_RECORDED:
-            slots[name] = _NOT_RECORDED
-            continue
-        if isinstance(arg, Sensitive):
-            slots[name] = _WITHHELD
-            continue
         suppressed = None
+        if isinstance(arg, Sensitive) and isinstance(arg.value, Partial):
+            arg = Partial(Sensitive(arg.value.value), arg.value.suppressed)  # either order
         if isinstance(arg, Partial):
             suppressed = _suppressed(arg.suppressed, f"$.{name}")
+            if not dry_run:
+                raise InvalidRequest(
+                    f"{name}: fe.Partial marks a dry run's partial values, and this run is not a "
+                    "dry run (start_run(dry_run=True)); pass the value itself"
+                )
             arg = arg.value
-            if isinstance(arg, Sensitive):
-                slots[name] = Slot(state="withheld", suppressed=suppressed)
-                continue
-        if is_sensitive is not None and is_sensitive(arg):
+        if arg is NOT_RECORDED:
+            slots[name] = Slot(state="not-recorded", suppressed=suppressed)
+            continue
+        if isinstance(arg, Sensitive) or (is_sensitive is not None and is_sensitive(arg)):
             slots[name] = Slot(state="withheld", suppressed=suppressed)
             continue
         try:

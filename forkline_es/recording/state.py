@@ -108,6 +108,7 @@ class RunState:
 
     run_id: str
     workflow: str = ""
+    dry_run: bool = False
     seq: int = 0
     entries: int = 0
     generation: int = 0
@@ -154,6 +155,7 @@ class RunState:
         match event:
             case RunStarted():
                 self.workflow = event.workflow
+                self.dry_run = event.dry_run
             case StepBegun():
                 self.path_status[event.path] = "active"
                 self.begun_in[event.path] = generation
@@ -249,8 +251,11 @@ class RunState:
         self.check_open()
         check_word(outcome, STEP_OUTCOMES, "step outcome")
         status = self.path_status.get(path)
-        if status is None:
-            raise Conflict(f"step {path!r} never began and was never invoked; call begin_step first")
+        if status is None and outcome not in ("skipped", "cancelled"):
+            raise Conflict(
+                f"step {path!r} never began and was never invoked; call begin_step first "
+                "(only a skipped or cancelled step may end without beginning)"
+            )
         if status == "ended":
             raise Conflict(f"step {path!r} already ended")
 

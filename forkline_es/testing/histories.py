@@ -371,7 +371,7 @@ def _step_view(path: str, rows: Iterable[_Row], values: dict[tuple[int, str], st
             code = row.body.get("code")
         elif row.kind == "step-ended":
             end = row
-            code = row.body.get("code", code)
+            code = row.body.get("code", code if row.body["outcome"] == "failed" else None)
         elif row.kind != "child-started":
             continue
         for name in own:

@@ -26,7 +26,9 @@ def test_no_trace_of_a_sensitive_value_on_disk(db_path: Path, caplog: pytest.Log
     canary = f"c-{uuid.uuid4().hex}"  # a plain value: proves the grep sees what is written
     caplog.set_level(logging.DEBUG, logger="forkline_es")
     store = fe.Store.open(db_path, redaction=fe.RedactionPolicy.default())
-    run = store.start_run(workflow="w", inputs=fe.Sensitive({"token": secret}), trigger={"api_key": keyed})
+    run = store.start_run(
+        workflow="w", dry_run=True, inputs=fe.Sensitive({"token": secret}), trigger={"api_key": keyed}
+    )
     run.begin_step("a", arguments=fe.Sensitive(secret))
     run.invoke("a", 1, "op", ARTIFACT, "not-dispatched", arguments={"api_key": keyed})
     run.result("a", 1, "succeeded", result=fe.Sensitive([secret]), details=canary)
