@@ -8,6 +8,7 @@ Follow ``run.invoke(...)``: the arguments are checked against the cached ``RunSt
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -62,6 +63,7 @@ R = TypeVar("R")
 def logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
     """Log every refusal as one structured event, then let it propagate unchanged."""
 
+    @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(*args, **kwargs)
@@ -76,9 +78,6 @@ def logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
             )
             raise
 
-    wrapper.__name__ = method.__name__
-    wrapper.__doc__ = method.__doc__
-    wrapper.__qualname__ = method.__qualname__
     return wrapper
 
 
@@ -418,7 +417,7 @@ class Run:
     # -- the one append path ------------------------------------------------------------
 
     def _slots(self, **args: Any) -> tuple[dict[str, Any], tuple[tuple[str, bytes], ...]]:
-        return encode_slots(args, self._store.is_sensitive)
+        return encode_slots(args, self._store.is_sensitive, dry_run=self._state.dry_run)
 
     def _record(
         self,

@@ -162,11 +162,11 @@ class Replayer:
         attempt: int,
         operation: str,
         artifact: str,
-        arguments: Any = MISSING,
         dispatch: str | None = None,
+        arguments: Any = MISSING,
     ) -> Any:
         """The recorded result value of (path, attempt), decoded; MISSING when unavailable."""
-        return self.invoke_recorded(path, attempt, operation, artifact, arguments, dispatch).result
+        return self.invoke_recorded(path, attempt, operation, artifact, dispatch, arguments).result
 
     def invoke_recorded(
         self,
@@ -174,8 +174,8 @@ class Replayer:
         attempt: int,
         operation: str,
         artifact: str,
-        arguments: Any = MISSING,
         dispatch: str | None = None,
+        arguments: Any = MISSING,
     ) -> Recorded:
         """Like ``invoke``, with the recorded dispatch, code and details as well.
 
