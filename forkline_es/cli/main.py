@@ -45,13 +45,33 @@ class SectionedGroup(click.Group):
     epilog="New here? `forkline-es demo` records sample runs into runs.db; it then prints what to try.",
 )
 @click.version_option(__version__, prog_name="forkline-es")
-def main() -> None:
+@click.option(
+    "--db",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="The database for every subcommand (each also takes --db; default runs.db).",
+)
+@click.pass_context
+def main(ctx: click.Context, db: str | None) -> None:
     """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log.
 
-    Every command takes --db PATH (default runs.db); read commands take --json. Exit
-    status: 0 success, 1 a check found a difference or a mismatch, 2 a usage error or a
-    refusal (its code is printed).
+    Every command takes --db PATH (default runs.db), before or after its name; read
+    commands take --json. Exit status: 0 success, 1 a check found a difference or a
+    mismatch, 2 a usage error or a refusal (its code is printed).
     """
+    if db is not None:
+        ctx.default_map = _db_defaults(main, db)
+
+
+def _db_defaults(group: click.Group, db: str) -> dict[str, object]:
+    """``forkline-es --db X CMD``: X becomes the default of every subcommand's --db."""
+    defaults: dict[str, object] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            defaults[name] = _db_defaults(command, db)
+        elif any(p.name == "db" for p in command.params):
+            defaults[name] = {"db": db}
+    return defaults
 
 
 for _module in (demo, records, retention, replay, verify):

@@ -172,18 +172,25 @@ def log_(run_id: str, db: str, as_json: bool) -> None:
 @click.command()
 @click.option("--check", is_flag=True, help="Rebuild into a scratch copy and report each difference.")
 @db_option
-def rebuild(check: bool, db: str) -> None:
+@json_option
+def rebuild(check: bool, db: str, as_json: bool) -> None:
     """Drop and refold every projection from the log (--check: compare only, exit 1 on a difference)."""
     with open_for_read(db) as store, refusals(), _progress_bar() as progress:
         if not check:
             folded = store.rebuild_projections(progress)
+            if as_json:
+                return echo_json({"rebuilt": True, "events": folded})
             return click.echo(f"rebuilt every projection from {folded} events")
         differences = store.check_projections(progress)
-    for line in differences:
-        click.echo(line)
+    if as_json:
+        echo_json({"equal": not differences, "differences": differences})
+    else:
+        for line in differences:
+            click.echo(line)
+        if not differences:
+            click.echo("the projections equal a rebuild from the log")
     if differences:
         sys.exit(EXIT_DIFFERENCE)
-    click.echo("the projections equal a rebuild from the log")
 
 
 COMMANDS: list[click.Command] = [runs, show, step, log_, rebuild]

@@ -81,8 +81,12 @@ def diff(
     help="Leave out what varies between runs (ids, timestamps, generations), for golden files.",
 )
 @db_option
-def export(run: str, as_baseline: bool, db: str) -> None:
-    """Print RUN's record document as canonical JSON (e.g. `> run.golden.json`)."""
+@json_option
+def export(run: str, as_baseline: bool, db: str, as_json: bool) -> None:
+    """Print RUN's record document as canonical JSON (e.g. `> run.golden.json`).
+
+    The output is JSON either way; --json is accepted like on every read command.
+    """
     store = open_for_read(db)
     with store, refusals():
         data = export_baseline(store, run) if as_baseline else store.export_run_record(run)

@@ -17,8 +17,6 @@ from forkline_es.cli.main import SECTIONS, main
 from .blocks import ROOT, blocks
 
 READ_SECTIONS = ("Inspect", "Compare and check")
-#: Read commands whose output is JSON whatever the flags: --json would mean nothing there.
-ALWAYS_JSON = {"forkline-es export"}
 
 
 def load_generator() -> ModuleType:
@@ -88,11 +86,23 @@ def test_every_command_takes_db_and_every_read_takes_json() -> None:
     for path, command in leaf_commands():
         options = {o for p in command.params for o in p.opts}
         assert "--db" in options, f"{path} has no --db"
-    for path, command in read_commands():
-        if path in ALWAYS_JSON:
-            continue
+    for path, command in [*read_commands(), ("forkline-es rebuild", main.commands["rebuild"])]:
         options = {o for p in command.params for o in p.opts}
         assert "--json" in options, f"{path} reads but has no --json"
+
+
+def test_db_before_the_subcommand_applies_to_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "g.db")
+    runner = CliRunner()
+    assert runner.invoke(main, ["--db", db, "demo"]).exit_code == 0
+    listed = runner.invoke(main, ["--db", db, "runs", "--json"])
+    assert listed.exit_code == 0 and "demo-first" in listed.output
+    dry = runner.invoke(main, ["--db", db, "retention", "apply", "--keep-last", "1", "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    checked = runner.invoke(main, ["--db", db, "rebuild", "--check", "--json"])
+    assert checked.exit_code == 0 and '"equal":true' in checked.output
+    missing = runner.invoke(main, ["--db", str(tmp_path / "none.db"), "runs"])
+    assert missing.exit_code == 2 and not (tmp_path / "none.db").exists()
 
 
 def test_version() -> None:
