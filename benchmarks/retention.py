@@ -18,7 +18,6 @@ from typing import Any
 
 import forkline_es as fe
 from benchmarks._harness import Row, Timer
-from forkline_es.log.connection import Cursor
 from forkline_es.log.events import (
     EventBody,
     RunConcluded,
@@ -28,7 +27,7 @@ from forkline_es.log.events import (
     encode_body,
     kind_of,
 )
-from forkline_es.log.rows import LogRow, NewRow, row_digest
+from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.recording.payloads import encode_slots
 from forkline_es.values import utc_now
 
@@ -65,27 +64,7 @@ def record_runs(store: fe.Store, runs: int) -> None:
             bodies.append(event)
             prev = digest
 
-        def project(
-            cur: Cursor, positions: list[int], rows: list[NewRow] = new_rows, events: list[EventBody] = bodies
-        ) -> None:
-            for position, r, event in zip(positions, rows, events, strict=True):
-                stored = LogRow(
-                    position,
-                    r.run_id,
-                    r.seq,
-                    r.entry,
-                    r.generation,
-                    r.kind,
-                    r.at,
-                    r.key,
-                    r.body.decode(),
-                    r.digest,
-                    r.prev,
-                )
-                store.projections.apply(cur, stored, event)
-            store.projections.persist.mark_position(cur, positions[-1])
-
-        store.log.append(new_rows, project)
+        store._commit_many(list(zip(new_rows, bodies, strict=True)))
 
 
 def _bytes(path: Path) -> int:

@@ -204,20 +204,7 @@ class Store:
 
         def project(cur: Cursor, positions: list[int]) -> None:
             for position, (row, event) in zip(positions, pending, strict=True):
-                stored = LogRow(
-                    position,
-                    row.run_id,
-                    row.seq,
-                    row.entry,
-                    row.generation,
-                    row.kind,
-                    row.at,
-                    row.key,
-                    row.body.decode(),
-                    row.digest,
-                    row.prev,
-                )
-                self.projections.apply(cur, stored, event)
+                self.projections.apply(cur, row.stored(position), event)
             self.projections.persist.mark_position(cur, positions[-1])
 
         try:

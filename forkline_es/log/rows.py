@@ -34,6 +34,22 @@ class NewRow(msgspec.Struct, frozen=True):
     prev: str | None
     payloads: tuple[tuple[str, bytes], ...] = ()
 
+    def stored(self, position: int) -> LogRow:
+        """The row as the log holds it once appended at ``position`` (what projections fold)."""
+        return LogRow(
+            position,
+            self.run_id,
+            self.seq,
+            self.entry,
+            self.generation,
+            self.kind,
+            self.at,
+            self.key,
+            self.body.decode(),
+            self.digest,
+            self.prev,
+        )
+
 
 class LogRow(msgspec.Struct, frozen=True):
     """One stored event. ``event()`` decodes the body with the union's one decoder."""

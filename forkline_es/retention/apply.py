@@ -20,7 +20,7 @@ from forkline_es._logging import get_logger
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
 from forkline_es.log.connection import Cursor
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
-from forkline_es.log.rows import LogRow, NewRow, row_digest
+from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
 from forkline_es.retention.policy import (
@@ -190,10 +190,7 @@ def remove_payloads(
     row = NewRow(run_id, seq, None, generation, kind, at, key, body, digest, prev)
 
     def then(cur: Cursor, positions: list[int]) -> None:
-        stored = LogRow(
-            positions[0], run_id, seq, None, generation, kind, at, key, body.decode(), digest, prev
-        )
-        store.projections.apply(cur, stored, event)
+        store.projections.apply(cur, row.stored(positions[0]), event)
         store.projections.persist.mark_position(cur, positions[0])
         for position, slot in removed:
             cur.execute("DELETE FROM payload WHERE position = ? AND slot = ?", (position, slot))
