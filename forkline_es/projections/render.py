@@ -125,11 +125,7 @@ def render_entry(row: LogRow, event: EventBody, view: StepView | None) -> dict[s
         case StepBegun() | StepEnded():
             assert view is not None
             entry["kind"] = "step"
-            step = render_step(view)
-            step["payloads"] = render_slots(
-                {k: r for k, r in view.slots.items() if r.position <= row.position}
-            )
-            entry["step"] = step
+            entry["step"] = render_step(view)  # the view just after this event: its record then
         case ActionInvoked():
             entry.update(
                 kind="invoke",

@@ -126,10 +126,6 @@ class Persister:
             )
         return [_summary_dec.decode(s) for (s,) in rows]
 
-    def load_steps(self, cur: Cursor, run_id: str) -> list[StepView]:
-        rows = cur.execute("SELECT state FROM step_view WHERE run_id = ? ORDER BY path", (run_id,))
-        return [_step_dec.decode(s) for (s,) in rows]
-
     def load_step(self, cur: Cursor, run_id: str, path: str) -> StepView | None:
         rows = cur.execute(
             "SELECT state FROM step_view WHERE run_id = ? AND path = ?", (run_id, path)
