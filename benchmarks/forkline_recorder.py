@@ -13,21 +13,35 @@ runs ours with ``durability="full"`` (WAL, ``synchronous=FULL``: one fsync per c
 second row is our default (``normal``: survives a crash or kill of the process, not a power
 loss) against the same Forkline trials, for information.
 
-Trials alternate Forkline, ours (full), ours (normal), so all three see the same disk and
-noise; ratios are taken pair by pair. Forkline is the ``bench`` extra
-(``pip install 'forkline-es[bench]'``); when it cannot be imported the rows say
-"not installed" and carry no ratio.
+Ceiling rows: plain apsw, one ``BEGIN IMMEDIATE``/``INSERT``/``COMMIT`` per event into a
+fresh file with a minimal table ``(id INTEGER PRIMARY KEY, run_id TEXT, ts TEXT, type TEXT,
+payload TEXT)``, WAL with the store's pragmas, at ``synchronous=FULL`` and at ``NORMAL``;
+the values (payload as JSON, timestamp) are built before the clock starts. Any recorder
+that commits each event to SQLite does at least this work, so their ratio against Forkline
+is the highest any such recorder could reach on this disk at that durability (the ceiling
+for the 30x target); the note says what fraction of that ceiling ours reaches, pair by
+pair.
+
+Each repetition runs Forkline, ours (full), ours (normal), raw (full) and raw (normal),
+starting one later in the list each time, so all five see the same disk and noise; every
+row's ratio is taken pair by pair against the Forkline trial of the same repetition.
+Forkline is the ``bench`` extra (``pip install 'forkline-es[bench]'``); when it cannot be
+imported the rows say "not installed" and carry no ratio.
 
     python -m benchmarks.forkline_recorder [--quick]
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
+import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
+
+import apsw
 
 import forkline_es as fe
 from benchmarks._harness import Row, Timer, Trial, single
@@ -75,12 +89,43 @@ def theirs(workdir: Path, n: int, recorder_class: Any) -> Trial:
     return Trial(n, t.seconds)
 
 
+_RAW_DDL: Final = "CREATE TABLE event (id INTEGER PRIMARY KEY, run_id TEXT, ts TEXT, type TEXT, payload TEXT)"
+_RAW_INSERT: Final = "INSERT INTO event (run_id, ts, type, payload) VALUES (?, ?, ?, ?)"
+
+
+def raw(workdir: Path, n: int, durability: Durability) -> Trial:
+    """The ceiling: one plain INSERT per transaction, values built before the clock."""
+    conn = apsw.Connection(str(workdir / f"raw-{next(_files)}.db"))
+    conn.execute("PRAGMA journal_mode = WAL").fetchall()  # fetch: apsw runs statements lazily
+    conn.execute("PRAGMA wal_autocheckpoint = 4000")  # as the store's connections
+    conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+    conn.execute("PRAGMA cache_size = -16000")
+    conn.execute(_RAW_DDL)
+    ts = dt.datetime.now(dt.UTC).isoformat()
+    values = [("run-1", ts, "input", json.dumps(p)) for p in _payloads(n)]
+    cur = conn.cursor()
+    with Timer() as t:
+        for v in values:
+            cur.execute("BEGIN IMMEDIATE")
+            cur.execute(_RAW_INSERT, v)
+            cur.execute("COMMIT")
+    conn.close()
+    return Trial(n, t.seconds)
+
+
 def _spread(values: list[float]) -> float:
     m = statistics.median(values)
     return (max(values) - min(values)) / m if m else 0.0
 
 
-def _row(workload: str, mine: list[float], peers: list[float], durability: str, note: str) -> Row:
+def _row(
+    workload: str,
+    mine: list[float],
+    peers: list[float],
+    durability: str,
+    note: str,
+    target: float | None = TARGET,
+) -> Row:
     return Row(
         workload=workload,
         ours=statistics.median(mine),
@@ -92,33 +137,67 @@ def _row(workload: str, mine: list[float], peers: list[float], durability: str, 
         ratio=statistics.median(o / t for o, t in zip(mine, peers, strict=True)),
         durability=durability,
         repeats=len(mine),
-        target=TARGET,
+        target=target,
         note=note,
     )
+
+
+def _share(mine: list[float], ceiling: list[float]) -> str:
+    """Ours as a fraction of the ceiling, the median of the per-repetition ratios."""
+    return f"ours reaches {statistics.median(o / c for o, c in zip(mine, ceiling, strict=True)):.2f} of it"
 
 
 def run(quick: bool, workdir: Path) -> list[Row]:
     n, repeats = (1_000, 1) if quick else (10_000, 3)
     workload = f"RunRecorder.log_event, 1 run x {n:,} events"
+    ceiling = f"ceiling: raw apsw, one INSERT per transaction, 1 run x {n:,} events"
     peer = _forkline_recorder()
     full: Callable[[], Trial] = lambda: ours(workdir, n, "full")  # noqa: E731
     normal: Callable[[], Trial] = lambda: ours(workdir, n, "normal")  # noqa: E731
+    raw_full: Callable[[], Trial] = lambda: raw(workdir, n, "full")  # noqa: E731
+    raw_normal: Callable[[], Trial] = lambda: raw(workdir, n, "normal")  # noqa: E731
     if peer is None:
         note = f"{PEER} not installed: pip install 'forkline-es[bench]'"
         return [
             single(workload, full, repeats, durability="full", note=note),
             single(workload, normal, repeats, durability="normal", note=note),
+            single(ceiling, raw_full, repeats, durability="full", note=note),
+            single(ceiling, raw_normal, repeats, durability="normal", note=note),
         ]
-    peers: list[float] = []
-    mine_full: list[float] = []
-    mine_normal: list[float] = []
-    for _ in range(repeats):
-        peers.append(theirs(workdir, n, peer).rate)
-        mine_full.append(full().rate)
-        mine_normal.append(normal().rate)
+    rates: dict[str, list[float]] = {"peer": [], "full": [], "normal": [], "raw full": [], "raw normal": []}
+    trials: dict[str, Callable[[], Trial]] = {
+        "peer": lambda: theirs(workdir, n, peer),
+        "full": full,
+        "normal": normal,
+        "raw full": raw_full,
+        "raw normal": raw_normal,
+    }
+    names = list(trials)
+    for i in range(repeats):
+        for name in names[i % len(names) :] + names[: i % len(names)]:  # rotate who goes first
+            rates[name].append(trials[name]().rate)
+    peers = rates["peer"]
     return [
-        _row(workload, mine_full, peers, "full", "both power-loss durable"),
-        _row(workload, mine_normal, peers, "normal vs FULL", "ours crash-durable only, for information"),
+        _row(workload, rates["full"], peers, "full", "both power-loss durable"),
+        _row(workload, rates["normal"], peers, "normal vs FULL", "ours crash-durable only, for information"),
+        _row(
+            ceiling,
+            rates["raw full"],
+            peers,
+            "full",
+            "best ratio any recorder committing each event can reach at FULL; "
+            + _share(rates["full"], rates["raw full"]),
+            target=None,
+        ),
+        _row(
+            ceiling,
+            rates["raw normal"],
+            peers,
+            "normal vs FULL",
+            "best ratio any recorder committing each event can reach at NORMAL; "
+            + _share(rates["normal"], rates["raw normal"]),
+            target=None,
+        ),
     ]
 
 
