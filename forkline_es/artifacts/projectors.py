@@ -21,6 +21,7 @@ class ArtifactProjector:
 
     name: str = "artifacts"
     version: int = 1
+    events: tuple[type[EventBody], ...] = (ArtifactAdded,)
     ddl: str = sql.ARTIFACT_DDL
     tables: tuple[str, ...] = ("artifact",)
 
@@ -34,6 +35,7 @@ class ManifestProjector:
 
     name: str = "manifests"
     version: int = 1
+    events: tuple[type[EventBody], ...] = (ManifestRecorded,)
     ddl: str = sql.MANIFEST_DDL
     tables: tuple[str, ...] = ("manifest",)
 
@@ -47,6 +49,7 @@ class ObservationProjector:
 
     name: str = "observations"
     version: int = 1
+    events: tuple[type[EventBody], ...] = (Observed,)
     ddl: str = sql.OBSERVATION_DDL
     tables: tuple[str, ...] = ("observation",)
 

@@ -98,6 +98,7 @@ class ForklineViews:
     version: int = 1
     ddl: str = VIEWS_DDL
     tables: tuple[str, ...] = ()
+    events: tuple[type[EventBody], ...] = ()
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
         """Nothing to fold: the views read the log and ``run_summary`` directly."""

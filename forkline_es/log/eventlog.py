@@ -17,13 +17,13 @@ import apsw
 
 from forkline_es.errors import Conflict, ForklineError, StoreError
 from forkline_es.log.connection import Connection, Cursor
-from forkline_es.log.rows import LogRow, NewRow
+from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
 
 __all__ = ["EventLog", "translate"]
 
 T = TypeVar("T")
 
-_COLUMNS: Final = "position, run_id, seq, entry, generation, kind, at, key, body, digest, prev"
+_COLUMNS: Final = LOG_COLUMNS
 _INSERT_ROW: Final = (
     "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

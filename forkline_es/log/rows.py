@@ -14,7 +14,7 @@ import msgspec
 
 from forkline_es.log.events import EventBody, decode_body
 
-__all__ = ["LogRow", "NewRow", "row_digest"]
+__all__ = ["LOG_COLUMNS", "LogRow", "NewRow", "row_digest"]
 
 _header: Final = msgspec.json.Encoder()
 
@@ -49,6 +49,10 @@ class NewRow(msgspec.Struct, frozen=True):
             self.digest,
             self.prev,
         )
+
+
+#: The ``log`` columns in ``LogRow``'s field order: ``LogRow(*row)`` of a ``SELECT`` of these.
+LOG_COLUMNS: Final = "position, run_id, seq, entry, generation, kind, at, key, body, digest, prev"
 
 
 class LogRow(msgspec.Struct, frozen=True):

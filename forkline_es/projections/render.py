@@ -30,12 +30,14 @@ from forkline_es.recording.payloads import SLOT_CLASS
 
 __all__ = [
     "REF",
+    "entry_fragment",
     "fragment",
     "render_entry",
     "render_listed",
     "render_slots",
     "render_step",
     "render_summary",
+    "step_fragment",
 ]
 
 _fragment: Final = msgspec.json.Encoder(order="sorted")
@@ -88,6 +90,11 @@ def render_step(view: StepView) -> dict[str, Any]:
     return record
 
 
+def step_fragment(view: StepView) -> str:
+    """Canonical JSON of a step record: the step view's ``doc`` and a step entry's ``step``."""
+    return fragment(render_step(view))
+
+
 def render_listed(summary: RunSummary) -> dict[str, Any]:
     """A run summary as ``list_runs`` gives it: no generation, no payloads (002)."""
     run: dict[str, Any] = {
@@ -114,18 +121,27 @@ def render_summary(summary: RunSummary) -> dict[str, Any]:
     return run
 
 
-def render_entry(row: LogRow, event: EventBody, view: StepView | None) -> dict[str, Any]:
-    """One entry of the ordered projection; ``view`` is the step's view just after a step event."""
+def entry_fragment(row: LogRow, event: EventBody, step: str | None) -> str:
+    """Canonical JSON of one entry; ``step`` is the step fragment of the view just after a
+    step event (the step record then), which the runner has already rendered for the view.
+
+    A step entry is spliced as text: its members (generation, kind, seq, step) are written
+    in canonical order around the step record's own canonical JSON.
+    """
+    if isinstance(event, (StepBegun, StepEnded)):
+        assert step is not None
+        return f'{{"generation":{row.generation},"kind":"step","seq":{row.entry},"step":{step}}}'
+    return fragment(render_entry(row, event))
+
+
+def render_entry(row: LogRow, event: EventBody) -> dict[str, Any]:
+    """One entry of the ordered projection, other than a step entry (``entry_fragment``)."""
     entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation}
     match event:
         case RunStarted():
             entry["kind"] = "start"
             if event.slots:
                 entry["payloads"] = _own_slots(row, event.slots)
-        case StepBegun() | StepEnded():
-            assert view is not None
-            entry["kind"] = "step"
-            entry["step"] = render_step(view)  # the view just after this event: its record then
         case ActionInvoked():
             entry.update(
                 kind="invoke",

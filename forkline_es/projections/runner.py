@@ -10,9 +10,10 @@ written in the same transaction as the log).
 A rebuild folds the same way but writes behind (``_WriteBehind``): entry rows are
 inserted in batches, and a step path's view is written once per run with its final
 state instead of once per event. Whatever reads the tables during the fold (a
-recovery's supersession, a reload after the run's cache was dropped, an extra
-projector that declares ``reads_projections``) flushes first, so the tables it reads
-are exactly what the incremental path would have written by then.
+recovery's supersession, a reload after the run's cache was dropped) flushes first, so
+the tables it reads are exactly what the incremental path would have written by then.
+An extra projector reads only its own tables and is called only for the event types it
+names, so it never sees pending writes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from forkline_es._logging import get_logger
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import (
-    ENTRY_KINDS,
     EventBody,
     PayloadsRemoved,
     Recovered,
@@ -34,9 +34,9 @@ from forkline_es.log.events import (
 )
 from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, StepView
-from forkline_es.projections.render import fragment, render_entry
+from forkline_es.projections.render import entry_fragment, step_fragment
 from forkline_es.projections.sql import DDL, TABLES, EntryRow, Persister
-from forkline_es.projections.steps import STEP_EVENTS, fold_step, refold
+from forkline_es.projections.steps import ENTRY_STEP_EVENTS, STEP_EVENTS, fold_step, refold
 from forkline_es.projections.summaries import fold_summary
 
 __all__ = ["CORE_VERSION", "Projections", "Projector"]
@@ -44,7 +44,7 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 4
+CORE_VERSION: Final = 5
 
 Progress = Callable[[int, int], None]
 
@@ -56,8 +56,8 @@ class Projector(Protocol):
     version: int
     ddl: str
     tables: tuple[str, ...]
-    # A projector whose ``apply`` reads the core tables sets ``reads_projections = True``
-    # so that a rebuild flushes its pending writes before each call.
+    #: The event types ``apply`` folds; the runner calls it for no other.
+    events: tuple[type[EventBody], ...]
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None: ...
 
@@ -80,10 +80,11 @@ class _RunCache:
 
 @dataclass(slots=True)
 class _WriteBehind:
-    """A rebuild's pending writes: entry rows, and each run's changed step views (None: delete)."""
+    """A rebuild's pending writes: entry rows, and each run's changed step views (None: delete)
+    with their fragments when already rendered."""
 
     entries: list[EntryRow] = field(default_factory=list)
-    steps: dict[str, dict[str, StepView | None]] = field(default_factory=dict)
+    steps: dict[str, dict[str, tuple[StepView | None, str | None]]] = field(default_factory=dict)
 
     def flush_entries(self, cur: Cursor, persist: Persister) -> None:
         if self.entries:
@@ -110,7 +111,10 @@ class Projections:
         self.persist = Persister()
         self._cache: dict[str, _RunCache] = {}
         self._pending: _WriteBehind | None = None  # set only while a rebuild folds
-        self._readers = frozenset(id(p) for p in self.extra if getattr(p, "reads_projections", False))
+        self._folders: dict[type[EventBody], list[Projector]] = {}
+        for projector in self.extra:
+            for kind in projector.events:
+                self._folders.setdefault(kind, []).append(projector)
 
     @property
     def versions(self) -> dict[str, int]:
@@ -156,16 +160,10 @@ class Projections:
         behind = self._pending
         cache = self._cache.get(row.run_id)
         if cache is None or cache.seq != row.seq - 1:
-            if behind is not None:
-                behind.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
-            fresh = row.seq == 1
-            summary = None if fresh else self.persist.load_summary(cur, row.run_id)
-            cache = _RunCache(row.seq - 1, summary, fresh)
-            self._cache[row.run_id] = cache
+            cache = self._reload(cur, row)
         cache.seq = row.seq
 
-        view: StepView | None = None
-        path: str | None = None
+        step: str | None = None  # the step fragment of a step entry
         if not isinstance(event, STEP_EVENTS):  # a step event leaves the summary as it is
             summary = fold_summary(cache.summary, row, event)
             if summary is not cache.summary and summary is not None:
@@ -179,17 +177,18 @@ class Projections:
                 before = None  # the run never had this path: no need to ask the table
             else:
                 before = self.persist.load_step(cur, row.run_id, path)
-            view = fold_step(before, row, event)
-            if view is not before and view is not None:
-                if behind is None:
-                    self.persist.save_step(cur, row.run_id, view)
-                else:
-                    behind.steps.setdefault(row.run_id, {})[path] = view
+            view = fold_step(before, row, event)  # a step entry's event always gives a new view
             cache.steps[path] = view
+            if view is not before and view is not None:
+                if isinstance(event, ENTRY_STEP_EVENTS):
+                    step = step_fragment(view)  # rendered once: the entry's and the view's doc
+                if behind is None:
+                    self.persist.save_step(cur, row.run_id, view, step)
+                else:
+                    behind.steps.setdefault(row.run_id, {})[path] = (view, step)
 
         if row.entry is not None:
-            doc = fragment(render_entry(row, event, view))
-            entry = (row.run_id, row.entry, row.position, row.generation, ENTRY_KINDS[row.kind], path, doc)
+            entry = (row.position, entry_fragment(row, event, step))
             if behind is None:
                 self.persist.insert_entry(cur, entry)
             else:
@@ -204,9 +203,7 @@ class Projections:
         elif isinstance(event, PayloadsRemoved):
             self.persist.record_removals(cur, row.run_id, [(p, s) for p, s in event.removed], row.position)
 
-        for projector in self.extra:
-            if behind is not None and id(projector) in self._readers:
-                behind.flush(cur, self.persist)
+        for projector in self._folders.get(type(event), ()):
             projector.apply(cur, row, event)
 
         if isinstance(event, RunConcluded):
@@ -214,30 +211,23 @@ class Projections:
                 behind.flush_run(cur, self.persist, row.run_id)
             del self._cache[row.run_id]  # later events (retention) reload from the tables
 
+    def _reload(self, cur: Cursor, row: LogRow) -> _RunCache:
+        """A fresh cache for ``row``'s run: empty at its first event, else read from the tables."""
+        if self._pending is not None:
+            self._pending.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
+        fresh = row.seq == 1
+        summary = None if fresh else self.persist.load_summary(cur, row.run_id)
+        cache = self._cache[row.run_id] = _RunCache(row.seq - 1, summary, fresh)
+        return cache
+
     def _supersede(self, cur: Cursor, row: LogRow, event: Recovered, cache: _RunCache) -> None:
         assert row.entry is not None
-        marks = ",".join("?" * len(event.supersedes))
-        touched = [
-            p
-            for (p,) in cur.execute(
-                f"SELECT DISTINCT path FROM entry WHERE run_id = ? AND seq IN ({marks}) AND path IS NOT NULL",
-                (row.run_id, *event.supersedes),
-            ).fetchall()
-        ]
+        touched = self.persist.entry_paths(cur, row.run_id, event.supersedes)
         self.persist.supersede(cur, row.run_id, event.supersedes, row.entry)
         for path in touched:
-            active = [
-                LogRow(*r)
-                for r in cur.execute(
-                    "SELECT l.position, l.run_id, l.seq, l.entry, l.generation, l.kind, l.at, l.key, l.body, "
-                    "l.digest, l.prev FROM entry AS e JOIN log AS l ON l.position = e.position "
-                    "WHERE e.run_id = ? AND e.path = ? AND e.superseded_by IS NULL ORDER BY e.seq",
-                    (row.run_id, path),
-                ).fetchall()
-            ]
-            view = refold((r, r.event()) for r in active)
+            view = refold((r, r.event()) for r in self.persist.active_rows(cur, row.run_id, path))
             if self._pending is not None:
-                self._pending.steps.setdefault(row.run_id, {})[path] = view
+                self._pending.steps.setdefault(row.run_id, {})[path] = (view, None)
             elif view is None:
                 self.persist.delete_step(cur, row.run_id, path)
             else:

@@ -6,26 +6,28 @@ hold canonical JSON fragments of the run record document (values resolved at rea
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 import msgspec
 
 from forkline_es.log.connection import Cursor
+from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.projections.model import RunSummary, StepView
-from forkline_es.projections.render import fragment, render_step
+from forkline_es.projections.render import step_fragment
 
 __all__ = ["DDL", "TABLES", "EntryRow", "Persister"]
 
-#: (run_id, seq, position, generation, kind, path, doc fragment) of one ``entry`` row.
-EntryRow = tuple[str, int, int, int, str, str | None, str]
+#: (position, doc fragment) of one ``entry`` row.
+EntryRow = tuple[int, str]
 
-_INSERT_ENTRY: Final = (
-    "INSERT INTO entry (run_id, seq, position, generation, kind, path, doc) VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT_ENTRY: Final = "INSERT INTO entry (position, doc) VALUES (?, ?)"
 _SAVE_STEP: Final = (
     "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state, doc) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+
+_ENTRY_LOG_COLUMNS: Final = ", ".join(f"l.{c}" for c in LOG_COLUMNS.split(", "))
 
 TABLES: Final = ("run_summary", "step_view", "entry", "payload_removal")
 
@@ -53,17 +55,13 @@ CREATE TABLE IF NOT EXISTS step_view (
     PRIMARY KEY (run_id, path)
 ) WITHOUT ROWID;
 
+-- Keyed by the entry's log position: run, seq, generation and kind are the log row's own,
+-- and entries are appended in position order (a rowid table grows at its end).
 CREATE TABLE IF NOT EXISTS entry (
-    run_id        TEXT NOT NULL,
-    seq           INTEGER NOT NULL,
-    position      INTEGER NOT NULL,
-    generation    INTEGER NOT NULL,
-    kind          TEXT NOT NULL,
-    path          TEXT,
+    position      INTEGER PRIMARY KEY,   -- the log row this entry renders
     superseded_by INTEGER,               -- entry seq of the recovery that superseded it
-    doc           TEXT NOT NULL,         -- canonical JSON of the entry, slot values by reference
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+    doc           TEXT NOT NULL          -- canonical JSON of the entry, slot values by reference
+);
 
 CREATE TABLE IF NOT EXISTS payload_removal (
     position    INTEGER NOT NULL,        -- the event whose slot value was removed
@@ -81,7 +79,7 @@ _summary_dec: Final = msgspec.json.Decoder(RunSummary)
 _step_dec: Final = msgspec.json.Decoder(StepView)
 
 
-def _step_row(run_id: str, v: StepView) -> tuple[str, str, int, str, str | None, str, str]:
+def _step_row(run_id: str, v: StepView, doc: str | None) -> tuple[str, str, int, str, str | None, str, str]:
     return (
         run_id,
         v.path,
@@ -89,7 +87,7 @@ def _step_row(run_id: str, v: StepView) -> tuple[str, str, int, str, str | None,
         v.status,
         v.outcome,
         _summary_enc.encode(v).decode(),
-        fragment(render_step(v)),
+        step_fragment(v) if doc is None else doc,
     )
 
 
@@ -132,15 +130,18 @@ class Persister:
         ).fetchall()
         return _step_dec.decode(rows[0][0]) if rows else None
 
-    def save_step(self, cur: Cursor, run_id: str, v: StepView) -> None:
-        cur.execute(_SAVE_STEP, _step_row(run_id, v))
+    def save_step(self, cur: Cursor, run_id: str, v: StepView, doc: str | None = None) -> None:
+        """Write the path's view; ``doc``: its step fragment, when already rendered."""
+        cur.execute(_SAVE_STEP, _step_row(run_id, v, doc))
 
-    def save_steps(self, cur: Cursor, run_id: str, views: dict[str, StepView | None]) -> None:
+    def save_steps(
+        self, cur: Cursor, run_id: str, views: dict[str, tuple[StepView | None, str | None]]
+    ) -> None:
         """Write each path's final view (a rebuild's write-behind); None deletes the path's row."""
-        gone = [(run_id, path) for path, v in views.items() if v is None]
+        gone = [(run_id, path) for path, (v, _) in views.items() if v is None]
         if gone:
             cur.executemany("DELETE FROM step_view WHERE run_id = ? AND path = ?", gone)
-        cur.executemany(_SAVE_STEP, [_step_row(run_id, v) for v in views.values() if v is not None])
+        cur.executemany(_SAVE_STEP, [_step_row(run_id, v, d) for v, d in views.values() if v is not None])
 
     def step_docs(self, cur: Cursor, run_id: str) -> list[tuple[str, str]]:
         """(path, step record fragment) of every step of the run, in code point order of path."""
@@ -154,7 +155,32 @@ class Persister:
         return rows[0][0] if rows else None
 
     def entry_docs(self, cur: Cursor, run_id: str) -> list[str]:
-        return [d for (d,) in cur.execute("SELECT doc FROM entry WHERE run_id = ? ORDER BY seq", (run_id,))]
+        """The run's entry fragments in seq order (the log's (run_id, seq) index, then by position)."""
+        rows = cur.execute(
+            "SELECT e.doc FROM log AS l JOIN entry AS e ON e.position = l.position "
+            "WHERE l.run_id = ? ORDER BY l.seq",
+            (run_id,),
+        )
+        return [d for (d,) in rows]
+
+    def entry_paths(self, cur: Cursor, run_id: str, seqs: list[int]) -> list[str]:
+        """The step paths of the given entries (a recovery's superseded ones)."""
+        rows = cur.execute(
+            "SELECT DISTINCT json_extract(body, '$.path') AS path FROM log "
+            "WHERE run_id = ? AND entry IN (SELECT value FROM json_each(?)) AND path IS NOT NULL",
+            (run_id, json.dumps(seqs)),
+        )
+        return [p for (p,) in rows]
+
+    def active_rows(self, cur: Cursor, run_id: str, path: str) -> list[LogRow]:
+        """The log rows of ``path``'s entries that no recovery superseded, in seq order."""
+        rows = cur.execute(
+            f"SELECT {_ENTRY_LOG_COLUMNS} FROM log AS l JOIN entry AS e ON e.position = l.position "
+            "WHERE l.run_id = ? AND e.superseded_by IS NULL AND json_extract(l.body, '$.path') = ? "
+            "ORDER BY l.seq",
+            (run_id, path),
+        )
+        return [LogRow(*r) for r in rows]
 
     def delete_step(self, cur: Cursor, run_id: str, path: str) -> None:
         cur.execute("DELETE FROM step_view WHERE run_id = ? AND path = ?", (run_id, path))
@@ -166,9 +192,10 @@ class Persister:
         cur.executemany(_INSERT_ENTRY, rows)
 
     def supersede(self, cur: Cursor, run_id: str, seqs: list[int], by: int) -> None:
-        cur.executemany(
-            "UPDATE entry SET superseded_by = ? WHERE run_id = ? AND seq = ?",
-            [(by, run_id, n) for n in seqs],
+        cur.execute(
+            "UPDATE entry SET superseded_by = ? WHERE position IN (SELECT position FROM log "
+            "WHERE run_id = ? AND entry IN (SELECT value FROM json_each(?)))",
+            (by, run_id, json.dumps(seqs)),
         )
 
     def record_removals(self, cur: Cursor, run_id: str, removed: list[tuple[int, str]], by: int) -> None:

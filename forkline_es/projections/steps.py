@@ -26,9 +26,11 @@ from forkline_es.log.events import (
 from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import SlotRef, StepView
 
-__all__ = ["STEP_EVENTS", "fold_step", "refold"]
+__all__ = ["ENTRY_STEP_EVENTS", "STEP_EVENTS", "fold_step", "refold"]
 
 STEP_EVENTS = (StepBegun, ActionInvoked, ActionResult, StepEnded, ChildStarted)
+#: The step events whose entry is a ``step`` entry carrying the step record just after them.
+ENTRY_STEP_EVENTS = (StepBegun, StepEnded)
 
 _ATTEMPT_SLOTS = ("arguments", "result", "details")
 

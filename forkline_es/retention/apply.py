@@ -208,20 +208,23 @@ def remove_payloads(
 # -- eviction -----------------------------------------------------------------------------
 
 
-_tables_with_run_id: dict[tuple[str, ...], tuple[str, ...]] = {}
+_run_columns: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
 
-def _projection_tables(store: Store, cur: Cursor) -> tuple[str, ...]:
-    """Projection tables keyed by run; every one should be (the runner's contract)."""
+def _projection_tables(store: Store, cur: Cursor) -> tuple[tuple[str, str], ...]:
+    """(table, column) of each projection table: its rows belong to a run by ``run_id`` or,
+    lacking one, by the log ``position`` they render (the runner's contract)."""
     tables = store.projections.tables
-    known = _tables_with_run_id.get(tables)
+    known = _run_columns.get(tables)
     if known is None:
-        known = tuple(
-            t
-            for t in tables
-            if any(col[1] == "run_id" for col in cur.execute(f"PRAGMA table_info({t})").fetchall())
-        )
-        _tables_with_run_id[tables] = known
+        found: list[tuple[str, str]] = []
+        for t in tables:
+            columns = {col[1] for col in cur.execute(f"PRAGMA table_info({t})").fetchall()}
+            if "run_id" in columns:
+                found.append((t, "run_id"))
+            elif "position" in columns:
+                found.append((t, "position"))
+        known = _run_columns[tables] = tuple(found)
     return known
 
 
@@ -288,10 +291,18 @@ def evict_run(
                 "DELETE FROM payload WHERE position IN (SELECT position FROM log WHERE run_id = ?)", (run_id,)
             )
             payloads = conn.changes()
+            tables = _projection_tables(store, cur)
+            for table, column in tables:  # rows found by the run's log positions go while those exist
+                if column == "position":
+                    cur.execute(
+                        f"DELETE FROM {table} WHERE position IN (SELECT position FROM log WHERE run_id = ?)",
+                        (run_id,),
+                    )
             cur.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
             events = conn.changes()
-            for table in _projection_tables(store, cur):
-                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            for table, column in tables:
+                if column == "run_id":
+                    cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
     finally:
         store.projections.forget(run_id)
     _log.info("run_evicted", run_id=run_id, reason=reason, policy=policy, events=events, forced=force)

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 import apsw
+import msgspec
 
 import forkline_es as fe
 from forkline_es.log.events import decode_body
@@ -22,7 +23,7 @@ def snapshot(store: fe.Store) -> tuple[Any, ...]:
         for sql in (
             "SELECT * FROM log ORDER BY position",
             "SELECT * FROM payload ORDER BY position, slot",
-            "SELECT * FROM entry ORDER BY run_id, seq",
+            "SELECT * FROM entry ORDER BY position",
             "SELECT * FROM run_summary ORDER BY run_id",
             "SELECT run_id, path, generation, status, outcome, state FROM step_view ORDER BY run_id, path",
         )
@@ -47,10 +48,7 @@ def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
             "FROM log ORDER BY run_id, seq"
         ).fetchall()
         payloads = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload")}
-        entries = {
-            (r, s): (p, g, k)
-            for r, s, p, g, k in conn.execute("SELECT run_id, seq, position, generation, kind FROM entry")
-        }
+        entries = {p: msgspec.json.decode(doc) for p, doc in conn.execute("SELECT position, doc FROM entry")}
     finally:
         conn.close()
     runs: dict[str, list[tuple[Any, ...]]] = {}
@@ -70,7 +68,8 @@ def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
                 assert entry == next_entry, f"run {run_id}: entry {entry} where {next_entry} was due"
                 next_entry += 1
                 entry_rows += 1
-                assert entries[(rid, entry)][:2] == (position, gen)
+                rendered = entries[position]
+                assert (rendered["seq"], rendered["generation"]) == (entry, gen)
             event = decode_body(body)
             for slot, value in getattr(event, "slots", {}).items():
                 if value.state == "present":
