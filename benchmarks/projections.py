@@ -90,6 +90,54 @@ s = time.perf_counter() - t
 print(json.dumps([n, s, peak_rss_kb()]))
 """
 
+#: The minimal fold writing the rows our rebuild writes, shaped as ours: one row per entry
+#: event keyed by position, one row per step path written when its run concludes (the
+#: bodies stand in for the rendered fragments, about as long), one transaction. Its tables
+#: are dropped after the clock stops.
+_FOLD_WRITE: Final = """
+import json, sys, time
+import apsw, msgspec
+from forkline_es.log.events import EventBody, RunConcluded
+from benchmarks._harness import peak_rss_kb
+conn = apsw.Connection(sys.argv[1])
+conn.execute("PRAGMA synchronous = NORMAL")
+dec = msgspec.json.Decoder(EventBody)
+state = {}
+entries = []
+t = time.perf_counter()
+n = 0
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("CREATE TABLE floor_entry (position INTEGER PRIMARY KEY, doc TEXT NOT NULL)")
+conn.execute(
+    "CREATE TABLE floor_step (run_id TEXT NOT NULL, path TEXT NOT NULL, doc TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, path)) WITHOUT ROWID"
+)
+for position, run_id, seq, entry, generation, kind, body in conn.execute(
+    "SELECT position, run_id, seq, entry, generation, kind, body FROM log ORDER BY position"
+):
+    event = dec.decode(body)
+    path = getattr(event, "path", None)
+    if path is not None:
+        state.setdefault(run_id, {})[path] = body
+    if entry is not None:
+        entries.append((position, body))
+        if len(entries) >= 5000:
+            conn.executemany("INSERT INTO floor_entry (position, doc) VALUES (?, ?)", entries)
+            entries.clear()
+    if isinstance(event, RunConcluded):
+        steps = state.pop(run_id, {})
+        conn.executemany(
+            "INSERT INTO floor_step (run_id, path, doc) VALUES (?, ?, ?)",
+            [(run_id, p, d) for p, d in steps.items()],
+        )
+    n += 1
+conn.executemany("INSERT INTO floor_entry (position, doc) VALUES (?, ?)", entries)
+conn.execute("COMMIT")
+s = time.perf_counter() - t
+conn.execute("DROP TABLE floor_entry; DROP TABLE floor_step")
+print(json.dumps([n, s, peak_rss_kb()]))
+"""
+
 
 def _generate(path: Path, events: int) -> None:
     """Runs of 250 steps (begin, invoke, result, end: four events each), with small payloads."""
@@ -175,6 +223,11 @@ def run(quick: bool, workdir: Path) -> list[Row]:
     for script, peer, what in (
         (_SCAN, "scan + msgspec decode", "bodies decoded, nothing folded"),
         (_FOLD, "minimal fold floor", "7 columns, bodies decoded, a dict store per event, no writes"),
+        (
+            _FOLD_WRITE,
+            "minimal fold + our rows",
+            "the minimal fold writing one row per entry and one per step path, shaped as ours",
+        ),
     ):
         ours_rss: list[int] = []
         floor_rss: list[int] = []
