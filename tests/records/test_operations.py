@@ -124,6 +124,24 @@ def test_a_changed_projector_version_rebuilds_at_open(db_path: Path) -> None:
         assert store.check_projections() == []
 
 
+def test_projections_of_an_older_shape_are_replaced_at_open(db_path: Path) -> None:
+    """A file written before entries were keyed by position (records version 4) opens as new."""
+    with fe.Store.open(db_path) as store:
+        record_sample(store)
+        before = store.export_run_record("done")
+        store.conn.execute(
+            "DROP TABLE entry; CREATE TABLE entry (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "position INTEGER NOT NULL, generation INTEGER NOT NULL, kind TEXT NOT NULL, path TEXT, "
+            "superseded_by INTEGER, doc TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID; "
+            "UPDATE projector SET version = 4 WHERE name = 'records'"
+        )
+    with fe.Store.open(db_path) as store:
+        columns = [c[1] for c in store.conn.execute("PRAGMA table_info(entry)")]
+        assert columns == ["position", "superseded_by", "doc"]
+        assert store.export_run_record("done") == before
+        assert store.check_projections() == []
+
+
 def test_catch_up_folds_from_the_recorded_position(db_path: Path) -> None:
     with fe.Store.open(db_path) as store:
         record_sample(store)
