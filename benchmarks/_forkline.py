@@ -28,7 +28,8 @@ row's ratio is taken pair by pair against the Forkline trial of the same repetit
 Forkline is the ``bench`` extra (``pip install 'forkline-es[bench]'``); when it cannot be
 imported the rows say "not installed" and carry no ratio.
 
-    python -m benchmarks.forkline_recorder [--quick]
+Part of ``benchmarks/append.py`` (``python -m benchmarks.append [--quick]``), whose table
+these rows join.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ from typing import Any, Final
 import apsw
 
 import forkline_es as fe
-from benchmarks._harness import Row, Timer, Trial, single
+from benchmarks._harness import Row, Timer, Trial, commit_each, single, spread
 from forkline_es.log.connection import Durability
 
-__all__ = ["main", "run"]
+__all__ = ["rows"]
 
 TARGET: Final = 30.0
 PEER: Final = "forkline 0.5.0"
@@ -57,7 +58,7 @@ _files = itertools.count()
 def _forkline_recorder() -> Any | None:
     """Forkline's RunRecorder class, or None when the bench extra is not installed."""
     try:
-        from forkline.storage.recorder import RunRecorder
+        from forkline.storage.recorder import RunRecorder  # type: ignore[import-untyped]
     except ImportError:
         return None
     return RunRecorder
@@ -67,26 +68,24 @@ def _payloads(n: int) -> list[dict[str, Any]]:
     return [{"prompt": "hello", "i": i} for i in range(n)]
 
 
-def ours(workdir: Path, n: int, durability: Durability) -> Trial:
+def _record(recorder: Any, n: int) -> Trial:
+    """One run, ``n`` ``log_event`` calls timed (the same code drives both recorders)."""
     payloads = _payloads(n)
-    with fe.RunRecorder(workdir / f"ours-{next(_files)}.db", durability=durability) as recorder:
-        run_id = recorder.start_run("bench.py")
-        log = recorder.log_event
-        with Timer() as t:
-            for p in payloads:
-                log(run_id, "input", p)
-    return Trial(n, t.seconds)
-
-
-def theirs(workdir: Path, n: int, recorder_class: Any) -> Trial:
-    payloads = _payloads(n)
-    recorder = recorder_class(db_path=str(workdir / f"forkline-{next(_files)}.db"))
     run_id = recorder.start_run("bench.py")
     log = recorder.log_event
     with Timer() as t:
         for p in payloads:
             log(run_id, "input", p)
     return Trial(n, t.seconds)
+
+
+def ours(workdir: Path, n: int, durability: Durability) -> Trial:
+    with fe.RunRecorder(workdir / f"ours-{next(_files)}.db", durability=durability) as recorder:
+        return _record(recorder, n)
+
+
+def theirs(workdir: Path, n: int, recorder_class: Any) -> Trial:
+    return _record(recorder_class(db_path=str(workdir / f"forkline-{next(_files)}.db")), n)
 
 
 _RAW_DDL: Final = "CREATE TABLE event (id INTEGER PRIMARY KEY, run_id TEXT, ts TEXT, type TEXT, payload TEXT)"
@@ -102,20 +101,7 @@ def raw(workdir: Path, n: int, durability: Durability) -> Trial:
     conn.execute("PRAGMA cache_size = -16000")
     conn.execute(_RAW_DDL)
     ts = dt.datetime.now(dt.UTC).isoformat()
-    values = [("run-1", ts, "input", json.dumps(p)) for p in _payloads(n)]
-    cur = conn.cursor()
-    with Timer() as t:
-        for v in values:
-            cur.execute("BEGIN IMMEDIATE")
-            cur.execute(_RAW_INSERT, v)
-            cur.execute("COMMIT")
-    conn.close()
-    return Trial(n, t.seconds)
-
-
-def _spread(values: list[float]) -> float:
-    m = statistics.median(values)
-    return (max(values) - min(values)) / m if m else 0.0
+    return commit_each(conn, _RAW_INSERT, [("run-1", ts, "input", json.dumps(p)) for p in _payloads(n)])
 
 
 def _row(
@@ -132,8 +118,8 @@ def _row(
         theirs=statistics.median(peers),
         peer=PEER,
         unit="events/s",
-        spread=_spread(mine),
-        theirs_spread=_spread(peers),
+        spread=spread(mine),
+        theirs_spread=spread(peers),
         ratio=statistics.median(o / t for o, t in zip(mine, peers, strict=True)),
         durability=durability,
         repeats=len(mine),
@@ -147,7 +133,7 @@ def _share(mine: list[float], ceiling: list[float]) -> str:
     return f"ours reaches {statistics.median(o / c for o, c in zip(mine, ceiling, strict=True)):.2f} of it"
 
 
-def run(quick: bool, workdir: Path) -> list[Row]:
+def rows(quick: bool, workdir: Path) -> list[Row]:
     n, repeats = (1_000, 1) if quick else (10_000, 3)
     workload = f"RunRecorder.log_event, 1 run x {n:,} events"
     ceiling = f"ceiling: raw apsw, one INSERT per transaction, 1 run x {n:,} events"
@@ -199,13 +185,3 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             target=None,
         ),
     ]
-
-
-def main() -> None:
-    from benchmarks.run import standalone
-
-    standalone("forkline_recorder")
-
-
-if __name__ == "__main__":
-    main()

@@ -32,11 +32,13 @@ __all__ = [
     "Row",
     "Timer",
     "Trial",
+    "commit_each",
     "environment",
     "format_table",
     "paired",
     "peak_rss_kb",
     "single",
+    "spread",
     "workdir",
 ]
 
@@ -98,9 +100,23 @@ class Timer:
         self.seconds = perf_counter() - self._start
 
 
-def _spread(values: Sequence[float]) -> float:
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median: how far apart the repetitions of one side were."""
     m = statistics.median(values)
     return (max(values) - min(values)) / m if m else 0.0
+
+
+def commit_each(conn: apsw.Connection, sql: str, values: Sequence[Sequence[object]]) -> Trial:
+    """Run ``sql`` once per value, each in its own ``BEGIN IMMEDIATE ... COMMIT``, then close
+    ``conn``: the raw single-insert side of a comparison, values built before the clock."""
+    cur = conn.cursor()
+    with Timer() as t:
+        for v in values:
+            cur.execute("BEGIN IMMEDIATE")
+            cur.execute(sql, v)
+            cur.execute("COMMIT")
+    conn.close()
+    return Trial(len(values), t.seconds)
 
 
 def paired(
@@ -135,8 +151,8 @@ def paired(
         theirs=statistics.median(peers),
         peer=peer,
         unit=unit,
-        spread=_spread(mine),
-        theirs_spread=_spread(peers),
+        spread=spread(mine),
+        theirs_spread=spread(peers),
         ratio=statistics.median(ratios),
         durability=durability,
         repeats=repeats,
@@ -162,7 +178,7 @@ def single(
         theirs=None,
         peer=None,
         unit=unit,
-        spread=_spread(mine),
+        spread=spread(mine),
         durability=durability,
         repeats=repeats,
         note=note,

@@ -10,6 +10,10 @@ out: the fastest plain apsw code we know, so the ratio is the price of the log l
 Rows are built before the clock starts on both sides (body, digest and chain link are
 the recording layer's work, measured by the executor rows).
 
+The table ends with ``RunRecorder.log_event`` beside Forkline 0.5.0's own RunRecorder on
+the same workload, and the raw-apsw ceiling of any recorder committing each event
+(``benchmarks/_forkline.py``).
+
     python -m benchmarks.append [--quick]
 """
 
@@ -23,7 +27,8 @@ from typing import Any, Final
 import apsw
 
 import forkline_es as fe
-from benchmarks._harness import Row, Timer, Trial, paired
+from benchmarks import _forkline
+from benchmarks._harness import Row, Timer, Trial, commit_each, paired
 from forkline_es.log.connection import Durability, open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import ActionInvoked, encode_body, kind_of
@@ -96,15 +101,7 @@ def _raw_connection(path: Path, durability: Durability) -> Any:
 
 def raw_single(workdir: Path, rows: list[NewRow], durability: Durability = "normal") -> Trial:
     conn = _raw_connection(_fresh(workdir, "raw"), durability)
-    values = [_values(r) for r in rows]
-    cur = conn.cursor()
-    with Timer() as t:
-        for v in values:
-            cur.execute("BEGIN IMMEDIATE")
-            cur.execute(_RAW_INSERT, v)
-            cur.execute("COMMIT")
-    conn.close()
-    return Trial(len(rows), t.seconds)
+    return commit_each(conn, _RAW_INSERT, [_values(r) for r in rows])
 
 
 def raw_batch(workdir: Path, rows: list[NewRow]) -> Trial:
@@ -231,7 +228,7 @@ def run(quick: bool, workdir: Path) -> list[Row]:
                 note="4 events per commit and fsync",
             )
         )
-    return out
+    return out + _forkline.rows(quick, workdir)
 
 
 def main() -> None:
