@@ -224,8 +224,8 @@ class Projections:
         assert row.entry is not None
         touched = self.persist.entry_paths(cur, row.run_id, event.supersedes)
         self.persist.supersede(cur, row.run_id, event.supersedes, row.entry)
-        for path in touched:
-            view = refold((r, r.event()) for r in self.persist.active_rows(cur, row.run_id, path))
+        for path, rows in self.persist.active_rows(cur, row.run_id, touched).items():
+            view = refold((r, r.event()) for r in rows)
             if self._pending is not None:
                 self._pending.steps.setdefault(row.run_id, {})[path] = (view, None)
             elif view is None:

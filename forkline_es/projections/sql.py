@@ -172,15 +172,20 @@ class Persister:
         )
         return [p for (p,) in rows]
 
-    def active_rows(self, cur: Cursor, run_id: str, path: str) -> list[LogRow]:
-        """The log rows of ``path``'s entries that no recovery superseded, in seq order."""
+    def active_rows(self, cur: Cursor, run_id: str, paths: list[str]) -> dict[str, list[LogRow]]:
+        """Per path, the log rows of its entries that no recovery superseded, in seq order
+        (one pass over the run's rows, however many paths a recovery touched)."""
+        out: dict[str, list[LogRow]] = {path: [] for path in paths}
         rows = cur.execute(
-            f"SELECT {_ENTRY_LOG_COLUMNS} FROM log AS l JOIN entry AS e ON e.position = l.position "
-            "WHERE l.run_id = ? AND e.superseded_by IS NULL AND json_extract(l.body, '$.path') = ? "
-            "ORDER BY l.seq",
-            (run_id, path),
+            f"SELECT json_extract(l.body, '$.path') AS path, {_ENTRY_LOG_COLUMNS} "
+            "FROM log AS l JOIN entry AS e ON e.position = l.position "
+            "WHERE l.run_id = ? AND e.superseded_by IS NULL "
+            "AND path IN (SELECT value FROM json_each(?)) ORDER BY l.seq",
+            (run_id, json.dumps(paths)),
         )
-        return [LogRow(*r) for r in rows]
+        for path, *columns in rows:
+            out[path].append(LogRow(*columns))
+        return out
 
     def delete_step(self, cur: Cursor, run_id: str, path: str) -> None:
         cur.execute("DELETE FROM step_view WHERE run_id = ? AND path = ?", (run_id, path))
