@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 
 from forkline_es import testing
 from forkline_es.artifacts import Manifest, MetricSummary, Problem, VerifyReport
-from forkline_es.compat import RunRecorder
+from forkline_es.compat import ImportReport, RunRecorder, import_forkline
 from forkline_es.errors import (
     Conflict,
     DeterminismViolation,
@@ -42,6 +42,7 @@ __all__ = [
     "Duration",
     "FileRef",
     "ForklineError",
+    "ImportReport",
     "InvalidRequest",
     "InvalidValue",
     "Manifest",
@@ -71,5 +72,6 @@ __all__ = [
     "diff_documents",
     "diff_runs",
     "encode_value",
+    "import_forkline",
     "testing",
 ]

@@ -7,12 +7,13 @@ logic lives in the packages it calls: ``recording`` (checks and the Run handle),
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal
@@ -39,7 +40,7 @@ from forkline_es.records import operations
 from forkline_es.retention import apply as retention
 from forkline_es.retention import feed
 from forkline_es.retention.policy import RetentionPolicy
-from forkline_es.values import is_digest
+from forkline_es.values import is_digest, utc_now
 
 __all__ = ["Store"]
 
@@ -77,6 +78,20 @@ class Store:
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
+        #: The time each recorded row gets (canonical UTC text); ``_recorded_at`` overrides it.
+        self._now: Callable[[], str] = utc_now
+
+    @contextlib.contextmanager
+    def _recorded_at(self, at: str) -> Iterator[None]:
+        """Rows recorded inside get ``at`` (canonical UTC) instead of now.
+
+        The importer's hook (``compat.importer``): an imported run keeps its source's times.
+        """
+        self._now = lambda: at
+        try:
+            yield
+        finally:
+            self._now = utc_now
 
     @classmethod
     def open(
@@ -156,17 +171,21 @@ class Store:
             env=environment(),
             slots=slots,
         )
+        return self._start(rid, event, payloads, "start" if key is None else key)
+
+    def _start(self, rid: str, event: RunStarted, payloads: Sequence[tuple[str, bytes]], key: str) -> Run:
+        """Record a checked start under ``key`` (an empty key is refused, not replaced)."""
         if self.log.eviction(rid) is not None:
             raise Conflict(f"run id {rid!r} belonged to an evicted run; identities are never reused")
-        start_key = "start" if key is None else key  # an empty key is refused, not replaced
         if self.log.run_exists(rid):
             run = self.resume_run(rid)
-            run._record(event, start_key, payloads, lambda: _taken(rid))  # repeat or conflict
+            run._record(event, key, payloads, lambda: _taken(rid))  # repeat or conflict
             return run
-        state = RunState(run_id=rid)
-        run = Run(self, state)
-        run._record(event, start_key, payloads, lambda: None)
-        _log.info("run_started", run_id=rid, workflow=workflow, dry_run=dry_run, parent=parent)
+        run = Run(self, RunState(run_id=rid))
+        run._record(event, key, payloads, lambda: None)
+        _log.info(
+            "run_started", run_id=rid, workflow=event.workflow, dry_run=event.dry_run, parent=event.parent
+        )
         return run
 
     @staticmethod

@@ -7,13 +7,13 @@ from typing import Final
 import click
 
 from forkline_es import __version__
-from forkline_es.cli import demo, records, replay, retention, verify
+from forkline_es.cli import compat, demo, records, replay, retention, verify
 
 __all__ = ["SECTIONS", "main"]
 
 #: How ``forkline-es --help`` groups the commands, in this order; others go under "Other".
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
-    "Record": ("demo",),
+    "Record": ("demo", "import-forkline"),
     "Inspect": ("runs", "show", "step", "log", "export"),
     "Compare and check": ("diff", "verify"),
     "Maintain": ("rebuild", "retention", "evict", "gc"),
@@ -74,6 +74,6 @@ def _db_defaults(group: click.Group, db: str) -> dict[str, object]:
     return defaults
 
 
-for _module in (demo, records, retention, replay, verify):
+for _module in (demo, compat, records, retention, replay, verify):
     for _command in _module.COMMANDS:
         main.add_command(_command)

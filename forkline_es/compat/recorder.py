@@ -18,10 +18,11 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final
 
+import apsw
 import msgspec
 
-from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, has_forkline_tables
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ForklineLogged, Slot
 from forkline_es.recording.run import Run
@@ -29,7 +30,7 @@ from forkline_es.redaction import RedactionPolicy
 from forkline_es.store import Store
 from forkline_es.values import canonical_json, sha256_digest
 
-__all__ = ["STATUSES", "RunRecorder"]
+__all__ = ["STATUSES", "RunRecorder", "logged_event"]
 
 #: Forkline status -> (engine terminal outcome, conclude code). The engine's own outcomes
 #: are accepted as they are; the ``runs`` view maps them back to Forkline's words.
@@ -48,6 +49,36 @@ _SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE ru
 _POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
 _HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
 _decode: Final = msgspec.json.decode
+
+
+def _written_by_forkline(path: str) -> bool:
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return False
+    try:
+        return has_forkline_tables(conn)
+    except apsw.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def logged_event(
+    policy: RedactionPolicy, event_type: str, payload: Any
+) -> tuple[ForklineLogged, tuple[tuple[str, bytes], ...]]:
+    """The event and payload row of one ``log_event``: the payload redacted, then canonical JSON.
+
+    A value JSON cannot carry is refused with ``invalid-value`` naming where it is.
+    """
+    if not isinstance(event_type, str) or not event_type:
+        raise InvalidRequest(f"event_type must be a nonempty string, not {event_type!r}")
+    data = canonical_json(policy.redact(payload))
+    event = ForklineLogged(
+        event_type=event_type,
+        slots={"payload": Slot(state="present", digest=sha256_digest(data))},
+    )
+    return event, (("payload", data),)
 
 
 class RunRecorder:
@@ -75,7 +106,17 @@ class RunRecorder:
             )
         self.db_path = os.fspath(db_path)
         self.redaction_policy = redaction_policy
-        self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
+        try:
+            self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
+        except StoreError as e:
+            if not _written_by_forkline(self.db_path):
+                raise
+            moved = f"{self.db_path}.forkline"
+            raise StoreError(
+                f"{self.db_path} is a runs.db written by Forkline itself; forkline_es leaves it "
+                f"untouched. Move it aside and import its runs: mv {self.db_path} {moved} && "
+                f"forkline-es --db {self.db_path} import-forkline {moved}"
+            ) from e
         self._handles: dict[str, Run] = {}
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).
@@ -119,15 +160,9 @@ class RunRecorder:
         ``invalid-value`` naming where it is. An unknown run is ``run-not-found``; a run
         already ended is a ``conflict``.
         """
-        if not isinstance(event_type, str) or not event_type:
-            raise InvalidRequest(f"event_type must be a nonempty string, not {event_type!r}")
-        data = canonical_json(self.redaction_policy.redact(payload))
-        event = ForklineLogged(
-            event_type=event_type,
-            slots={"payload": Slot(state="present", digest=sha256_digest(data))},
-        )
+        event, payloads = logged_event(self.redaction_policy, event_type, payload)
         key = next(self._keys)
-        run, seq = self._append(run_id, lambda r: r._append_event(event, key, (("payload", data),)))
+        run, seq = self._append(run_id, lambda r: r._append_event(event, key, payloads))
         if run.last_position is not None:
             return run.last_position
         rows = self.store.conn.execute(_POSITION, (run.id, seq)).fetchall()  # a repeated call

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import apsw
+
 from forkline_es.log.connection import Cursor
 from forkline_es.log.events import EventBody
 from forkline_es.log.rows import LogRow
@@ -31,6 +33,7 @@ __all__ = [
     "RUN_COLUMNS",
     "VIEWS_DDL",
     "ForklineViews",
+    "has_forkline_tables",
 ]
 
 #: The Forkline schema version every run shows (Recording v0: "every run records 0.1").
@@ -49,6 +52,18 @@ RUN_COLUMNS: Final = (
     "cwd",
 )
 EVENT_COLUMNS: Final = ("event_id", "run_id", "ts", "type", "payload")
+
+
+def has_forkline_tables(conn: apsw.Connection) -> bool:
+    """Whether a database holds Forkline's own ``runs`` and ``events`` tables (Recording v0's
+    columns at least; Forkline 0.5.0 adds ``runs.forkline_version``), i.e. Forkline wrote it."""
+    found: dict[str, set[str]] = {}
+    for table in ("runs", "events"):
+        kind = conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (table,)).fetchall()
+        if kind == [("table",)]:
+            found[table] = {c[1] for c in conn.execute(f"PRAGMA table_info({table})")}
+    return set(RUN_COLUMNS) <= found.get("runs", set()) and set(EVENT_COLUMNS) <= found.get("events", set())
+
 
 VIEWS_DDL: Final = f"""
 DROP VIEW IF EXISTS runs;

@@ -46,7 +46,7 @@ from forkline_es.recording.state import (
     check_word,
     comparable,
 )
-from forkline_es.values import is_digest, utc_now
+from forkline_es.values import is_digest
 from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
 
 if TYPE_CHECKING:
@@ -446,7 +446,7 @@ class Run:
         seq = state.seq + 1
         entry = state.entries + 1 if kind in ENTRY_KINDS else None
         gen = state.generation if generation is None else generation
-        at = utc_now()
+        at = self._store._now()
         digest = row_digest(state.run_id, seq, entry, gen, kind, at, key, state.last_digest, body)
         row = NewRow(
             state.run_id,

@@ -1,0 +1,37 @@
+"""`forkline-es import-forkline`: bring a Forkline runs.db's runs into a forkline_es database."""
+
+from __future__ import annotations
+
+import click
+
+from forkline_es.cli._common import db_option, echo_json, json_option, open_for_write, refusals
+from forkline_es.compat.importer import import_forkline
+
+__all__ = ["COMMANDS"]
+
+
+@click.command("import-forkline")
+@db_option
+@click.argument("source", type=click.Path(dir_okay=False))
+@json_option
+def import_forkline_command(db: str, source: str, as_json: bool) -> None:
+    """Import every run of the Forkline runs.db SOURCE into --db, times and order kept.
+
+    SOURCE is only read. Payloads pass the default redaction policy, as RunRecorder's do.
+    Anything that cannot be carried (orphan events, non-JSON payloads, unknown statuses,
+    run ids --db holds for other runs) refuses the whole import, listed; running it again
+    after an interruption finishes it without repeating a run.
+    """
+    store = open_for_write(db)
+    with store, refusals():
+        report = import_forkline(source, store)
+    if as_json:
+        echo_json(
+            {"source": report.source, "runs": report.runs, "events": report.events, "resumed": report.resumed}
+        )
+        return
+    resumed = f" ({report.resumed} begun by an earlier import)" if report.resumed else ""
+    click.echo(f"imported {report.runs} runs{resumed}, {report.events} events from {report.source} into {db}")
+
+
+COMMANDS: list[click.Command] = [import_forkline_command]

@@ -1,0 +1,269 @@
+"""Importing a Forkline runs.db: the runs read back as they did, and bad sources write nothing.
+
+Sources are written with the stdlib sqlite3 module in Forkline 0.5.0's schema (Recording
+v0's tables plus its ``runs.forkline_version``), rows as Forkline writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+import forkline_es as fe
+from forkline_es.cli.main import main
+from forkline_es.compat import importer
+from forkline_es.schema import run_record_schema
+
+FORKLINE_DDL = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    schema_version TEXT NOT NULL DEFAULT '0.1',
+    forkline_version TEXT,
+    entrypoint TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    status TEXT,
+    python_version TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    cwd TEXT NOT NULL
+);
+CREATE TABLE events (
+    event_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    FOREIGN KEY (run_id) REFERENCES runs(run_id)
+);
+"""
+
+ENV = ("3.11.7", "Linux-6.1-x86_64", "/home/me/project")
+
+
+def forkline_db(path: Path, runs: list[dict[str, Any]], events: list[tuple[str, str, str, str]]) -> Path:
+    """A Forkline runs.db: ``runs`` as dicts, ``events`` as (run_id, ts, type, payload text)."""
+    conn = sqlite3.connect(path)
+    conn.executescript(FORKLINE_DDL)
+    for r in runs:
+        conn.execute(
+            "INSERT INTO runs (run_id, schema_version, forkline_version, entrypoint, started_at, ended_at, "
+            "status, python_version, platform, cwd) VALUES (?, '1.0', '0.5.0', ?, ?, ?, ?, ?, ?, ?)",
+            (r["run_id"], r["entrypoint"], r["started_at"], r.get("ended_at"), r.get("status"), *ENV),
+        )
+    conn.executemany("INSERT INTO events (run_id, ts, type, payload) VALUES (?, ?, ?, ?)", events)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def sample(path: Path) -> Path:
+    return forkline_db(
+        path,
+        [
+            {
+                "run_id": "a" * 32,
+                "entrypoint": "examples/minimal.py",
+                "started_at": "2026-01-01T12:00:00.100000+00:00",
+                "ended_at": "2026-01-01T12:00:03.250000+00:00",
+                "status": "success",
+            },
+            {"run_id": "b" * 32, "entrypoint": "agent.py", "started_at": "2026-01-01T12:00:01+00:00"},
+            {
+                "run_id": "c" * 32,
+                "entrypoint": "agent.py",
+                "started_at": "2026-01-01T13:00:00+00:00",
+                "ended_at": "2026-01-01T13:00:01+00:00",
+                "status": "error",
+            },
+        ],
+        [
+            ("a" * 32, "2026-01-01T12:00:01.000001+00:00", "input", '{"prompt":"hi","api_key":"sk-live-1"}'),
+            ("b" * 32, "2026-01-01T12:00:01.500000+00:00", "input", '{"i": 1}'),
+            ("a" * 32, "2026-01-01T12:00:02+00:00", "tool_call", '{"name": "search", "args": {"q": "x"}}'),
+            ("a" * 32, "2026-01-01T12:00:03+00:00", "output", '{"text": "hello", "n": [1, 2.5, null]}'),
+            ("c" * 32, "2026-01-01T13:00:00.5+00:00", "error", '"boom"'),
+        ],
+    )
+
+
+def instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def source_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    runs = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY run_id")]
+    events = [dict(r) for r in conn.execute("SELECT * FROM events ORDER BY event_id")]
+    conn.close()
+    return runs, events
+
+
+def log_rows(store: fe.Store) -> list[tuple[Any, ...]]:
+    return store.conn.execute("SELECT * FROM log ORDER BY position").fetchall()
+
+
+def test_imported_runs_read_back_as_forkline_showed_them(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        report = fe.import_forkline(source, store)
+        assert (report.runs, report.events, report.resumed) == (3, 5, 0)
+        schema = run_record_schema()
+        for run_id in ("a" * 32, "b" * 32, "c" * 32):
+            jsonschema.validate(store.get_run_record(run_id), schema)
+    runs, events = source_rows(source)
+    with fe.RunRecorder(tmp_path / "new.db") as recorder:
+        for run in runs:
+            got = recorder.get_run(run["run_id"])
+            assert got is not None
+            for column in ("entrypoint", "status", "python_version", "platform", "cwd"):
+                assert got[column] == run[column], column
+            for column in ("started_at", "ended_at"):
+                if run[column] is None:
+                    assert got[column] is None
+                else:
+                    assert instant(got[column]) == instant(run[column])
+            mine = recorder.get_events(run["run_id"])
+            theirs = [e for e in events if e["run_id"] == run["run_id"]]
+            assert [e["type"] for e in mine] == [e["type"] for e in theirs]
+            assert [instant(e["ts"]) for e in mine] == [instant(e["ts"]) for e in theirs]
+            expected = [json.loads(e["payload"]) for e in theirs]
+            for e in expected:
+                if isinstance(e, dict) and "api_key" in e:
+                    e["api_key"] = "[REDACTED]"  # the default policy, as for new events
+            assert [e["payload"] for e in mine] == expected
+            ids = [e["event_id"] for e in mine]
+            assert ids == sorted(ids)
+    with fe.Store.open(tmp_path / "new.db") as store:
+        run_c = store.get_run_record("c" * 32)["run"]
+        assert (run_c["status"], run_c["code"]) == ("failed", "error")
+        assert store.get_run_record("b" * 32)["run"]["status"] == "active"
+        assert store.check_projections() == []
+        assert all(r.ok for r in store.verify_all())
+    assert b"sk-live-1" not in (tmp_path / "new.db").read_bytes()
+
+
+def test_importing_again_repeats_nothing(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+        before = log_rows(store)
+        again = fe.import_forkline(source, store)
+        assert (again.runs, again.resumed) == (3, 3)
+        assert log_rows(store) == before
+
+
+def test_an_interrupted_import_is_finished_by_running_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "whole.db") as store:
+        fe.import_forkline(source, store)
+        whole = [(r[1], r[2], r[5], r[6], r[7], r[8]) for r in log_rows(store)]
+    record_run = importer._record_run
+    done: list[str] = []
+
+    def crash_after_one(*args: Any) -> None:
+        if done:
+            raise KeyboardInterrupt  # the process dies between two runs
+        record_run(*args)
+        done.append(args[2].run_id)
+
+    monkeypatch.setattr(importer, "_record_run", crash_after_one)
+    with fe.Store.open(tmp_path / "new.db") as store, pytest.raises(KeyboardInterrupt):
+        fe.import_forkline(source, store)
+    monkeypatch.setattr(importer, "_record_run", record_run)
+    with fe.Store.open(tmp_path / "new.db") as store:
+        assert [s["id"] for s in store.list_runs()] == done
+        report = fe.import_forkline(source, store)
+        assert report.resumed == 1
+        # the same rows as one uninterrupted import, run by run (positions aside)
+        rows = [(r[1], r[2], r[5], r[6], r[7], r[8]) for r in log_rows(store)]
+        assert sorted(rows) == sorted(whole)
+        assert store.check_projections() == []
+
+
+BAD = {
+    "orphan event": ([], [("nobody", "2026-01-01T12:00:00+00:00", "input", "{}")], "no such run"),
+    "NaN payload": (
+        [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}],
+        [("r", "2026-01-01T12:00:00+00:00", "input", '{"x": NaN}')],
+        "NaN is not standard JSON",
+    ),
+    "unknown status": (
+        [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00", "status": "meh"}],
+        [],
+        "status 'meh' has no engine outcome",
+    ),
+    "bad timestamp": (
+        [{"run_id": "r", "entrypoint": "x.py", "started_at": "yesterday"}],
+        [],
+        "is not an ISO 8601 timestamp",
+    ),
+    "empty event type": (
+        [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}],
+        [("r", "2026-01-01T12:00:00+00:00", "", "{}")],
+        "event_type must be a nonempty string",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_source_that_cannot_be_carried_is_refused_whole(tmp_path: Path, case: str) -> None:
+    runs, events, problem = BAD[case]
+    good = {"run_id": "g", "entrypoint": "ok.py", "started_at": "2026-01-01T11:00:00+00:00"}
+    source = forkline_db(tmp_path / "old.db", [good, *runs], events)
+    with fe.Store.open(tmp_path / "new.db") as store:
+        with pytest.raises(fe.InvalidRequest) as refused:
+            fe.import_forkline(source, store)
+        assert problem in str(refused.value)
+        assert "nothing was written" in str(refused.value)
+        assert log_rows(store) == []  # not even the good run
+
+
+def test_what_is_not_a_forkline_database_is_refused(tmp_path: Path) -> None:
+    with fe.Store.open(tmp_path / "new.db") as store:
+        with pytest.raises(fe.InvalidRequest, match="no Forkline database"):
+            fe.import_forkline(tmp_path / "missing.db", store)
+        store.start_run("w")
+        with pytest.raises(fe.InvalidRequest, match=r"not a Forkline runs\.db"):
+            fe.import_forkline(tmp_path / "new.db", store)  # ours: views, not Forkline's tables
+        (tmp_path / "text.db").write_text("hello")
+        with pytest.raises(fe.InvalidRequest):
+            fe.import_forkline(tmp_path / "text.db", store)
+
+
+def test_a_run_id_the_store_holds_for_another_run_is_a_conflict(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        store.start_run("mine", run_id="b" * 32)
+        before = log_rows(store)
+        with pytest.raises(fe.Conflict, match="already holds another run"):
+            fe.import_forkline(source, store)
+        assert log_rows(store) == before
+
+
+def test_the_recorder_on_a_forkline_file_says_how_to_import_it(tmp_path: Path) -> None:
+    source = sample(tmp_path / "runs.db")
+    untouched = source.read_bytes()
+    with pytest.raises(fe.StoreError, match="import-forkline"):
+        fe.RunRecorder(source)
+    assert source.read_bytes() == untouched
+
+
+def test_the_command_line_imports_and_refuses_with_exit_codes(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    db = str(tmp_path / "new.db")
+    result = CliRunner().invoke(main, ["--db", db, "import-forkline", str(source), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"source": str(source), "runs": 3, "events": 5, "resumed": 0}
+    refused = CliRunner().invoke(main, ["import-forkline", db, "--db", str(tmp_path / "other.db")])
+    assert refused.exit_code == 2
+    assert "invalid-request" in refused.output
