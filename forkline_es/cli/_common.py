@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 import click
 import msgspec
 
+from forkline_es.compat.views import import_hint, written_by_forkline
 from forkline_es.errors import RecordError, StoreError
 from forkline_es.store import Store
 
@@ -76,14 +77,17 @@ def open_for_read(db: str) -> Store:
     """Open an existing database; a missing one is an error that suggests the demo."""
     if not os.path.exists(db):
         fail(f"no database at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
-    with refusals():
-        return Store.open(db)
-    raise AssertionError("unreachable")
+    return open_for_write(db)
 
 
 def open_for_write(db: str) -> Store:
-    with refusals():
+    """Open or create a database; a Forkline runs.db is refused with the commands that import it."""
+    try:
         return Store.open(db)
+    except StoreError as e:
+        fail(import_hint(db) if written_by_forkline(db) else str(e))
+    except RecordError as e:
+        fail(f"{e.code}: {e.message}")
     raise AssertionError("unreachable")
 
 

@@ -18,10 +18,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final
 
-import apsw
 import msgspec
 
-from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, has_forkline_tables
+from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, import_hint, written_by_forkline
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ForklineLogged, Slot
@@ -49,19 +48,6 @@ _SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE ru
 _POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
 _HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
 _decode: Final = msgspec.json.decode
-
-
-def _written_by_forkline(path: str) -> bool:
-    try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
-        return False
-    try:
-        return has_forkline_tables(conn)
-    except apsw.Error:
-        return False
-    finally:
-        conn.close()
 
 
 def logged_event(
@@ -109,14 +95,9 @@ class RunRecorder:
         try:
             self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
         except StoreError as e:
-            if not _written_by_forkline(self.db_path):
+            if not written_by_forkline(self.db_path):
                 raise
-            moved = f"{self.db_path}.forkline"
-            raise StoreError(
-                f"{self.db_path} is a runs.db written by Forkline itself; forkline_es leaves it "
-                f"untouched. Move it aside and import its runs: mv {self.db_path} {moved} && "
-                f"forkline-es --db {self.db_path} import-forkline {moved}"
-            ) from e
+            raise StoreError(import_hint(self.db_path)) from e
         self._handles: dict[str, Run] = {}
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).

@@ -34,6 +34,8 @@ __all__ = [
     "VIEWS_DDL",
     "ForklineViews",
     "has_forkline_tables",
+    "import_hint",
+    "written_by_forkline",
 ]
 
 #: The Forkline schema version every run shows (Recording v0: "every run records 0.1").
@@ -63,6 +65,30 @@ def has_forkline_tables(conn: apsw.Connection) -> bool:
         if kind == [("table",)]:
             found[table] = {c[1] for c in conn.execute(f"PRAGMA table_info({table})")}
     return set(RUN_COLUMNS) <= found.get("runs", set()) and set(EVENT_COLUMNS) <= found.get("events", set())
+
+
+def written_by_forkline(path: str) -> bool:
+    """Whether the file at ``path`` is a runs.db that Forkline itself wrote (read-only look)."""
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return False
+    try:
+        return has_forkline_tables(conn)
+    except apsw.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def import_hint(path: str) -> str:
+    """What to say when a Forkline runs.db is opened as a store: the two commands that import it."""
+    moved = f"{path}.forkline"
+    return (
+        f"{path} is a runs.db written by Forkline itself; forkline_es leaves it untouched. "
+        f"Move it aside and import its runs: mv {path} {moved} && "
+        f"forkline-es --db {path} import-forkline {moved}"
+    )
 
 
 VIEWS_DDL: Final = f"""

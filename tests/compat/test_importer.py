@@ -258,6 +258,16 @@ def test_the_recorder_on_a_forkline_file_says_how_to_import_it(tmp_path: Path) -
     assert source.read_bytes() == untouched
 
 
+def test_the_command_line_on_a_forkline_file_says_how_to_import_it(tmp_path: Path) -> None:
+    source = sample(tmp_path / "runs.db")
+    untouched = source.read_bytes()
+    for args in (["runs"], ["demo"]):
+        result = CliRunner().invoke(main, ["--db", str(source), *args])
+        assert result.exit_code == 2
+        assert f"import-forkline {source}.forkline" in result.output
+    assert source.read_bytes() == untouched
+
+
 def test_the_command_line_imports_and_refuses_with_exit_codes(tmp_path: Path) -> None:
     source = sample(tmp_path / "old.db")
     db = str(tmp_path / "new.db")
