@@ -31,7 +31,14 @@ def import_forkline_command(db: str, source: str, as_json: bool) -> None:
         )
         return
     resumed = f" ({report.resumed} begun by an earlier import)" if report.resumed else ""
-    click.echo(f"imported {report.runs} runs{resumed}, {report.events} events from {report.source} into {db}")
+    click.echo(
+        f"imported {_count(report.runs, 'run')}{resumed}, {_count(report.events, 'event')} "
+        f"from {report.source} into {db}"
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 COMMANDS: list[click.Command] = [import_forkline_command]
