@@ -46,6 +46,7 @@ _log = get_logger("forkline_es.compat")
 #: other start key is not an earlier import of this run.
 START_KEY: Final = "forkline-import:start"
 _END_KEY: Final = "forkline-import:end"
+_EVENT_KEY: Final = "forkline-import:"  # + the source event_id
 #: Problems listed in a refusal before the rest are counted.
 _LISTED: Final = 10
 
@@ -134,6 +135,25 @@ def _rows(conn: apsw.Connection, table: str, columns: tuple[str, ...], order: st
     yield from conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
 
 
+def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str]]) -> str | None:
+    """For a run an earlier import began: why finishing it would contradict the store, if so.
+
+    A concluded copy is final: the source must end it the same way (its events are checked
+    against ``closed`` by the caller). An open copy simply receives what it lacks.
+    """
+    rows = store.conn.execute("SELECT key, kind, body FROM log WHERE run_id = ?", (run.run_id,)).fetchall()
+    ends = [(key, json.loads(body)) for key, kind, body in rows if kind == "run-concluded"]
+    if not ends:
+        return None
+    key, body = ends[0]
+    if key != _END_KEY or run.status is None:
+        return f"run {run.run_id}: concluded in the store since it was imported (not by the import)"
+    if (body["status"], body.get("code")) != STATUSES[run.status]:
+        return f"run {run.run_id}: imported as {body['status']}, the source now says {run.status!r}"
+    closed[run.run_id] = {k for k, _, _ in rows}
+    return None
+
+
 def _problems(
     conn: apsw.Connection, store: Store, policy: RedactionPolicy
 ) -> tuple[list[str], list[str], int]:
@@ -142,6 +162,7 @@ def _problems(
     invalid: list[str] = []
     taken: list[str] = []
     known: set[str] = set()
+    closed: dict[str, set[str]] = {}  # imported runs the store has concluded: their keys
     resumed = 0
     for row in _rows(conn, "runs", RUN_COLUMNS, "run_id"):
         known.add(row[0])
@@ -154,15 +175,20 @@ def _problems(
             taken.append(f"run {run.run_id}: the store evicted a run of that id; identities are never reused")
         elif store.log.run_exists(run.run_id):
             first = store.conn.execute("SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,))
-            if first.fetchall()[0][0] == START_KEY:
-                resumed += 1
-            else:
+            if first.fetchall()[0][0] != START_KEY:
                 taken.append(f"run {run.run_id}: the store already holds another run with that id")
+                continue
+            resumed += 1
+            problem = _closed_differently(store, run, closed)
+            if problem is not None:
+                taken.append(problem)
     for event_id, rid, ts, kind, payload in _rows(conn, "events", EVENT_COLUMNS, "event_id"):
         where = f"event {event_id} (run {rid})"
         if rid not in known:
             invalid.append(f"{where}: no such run (Forkline wrote an orphan event)")
             continue
+        if rid in closed and f"{_EVENT_KEY}{event_id}" not in closed[rid]:
+            taken.append(f"{where}: added to the source after the run was imported and concluded")
         try:
             _instant(ts, "ts")
             logged_event(policy, kind, _payload(payload))
@@ -184,7 +210,7 @@ def _record_run(
         for event_id, _, ts, kind, text in events:
             event, rows = logged_event(policy, kind, _payload(text))
             with store._recorded_at(_instant(ts, "ts")):
-                handle._append_event(event, f"forkline-import:{event_id}", rows)
+                handle._append_event(event, f"{_EVENT_KEY}{event_id}", rows)
         if run.status is not None:
             outcome, code = STATUSES[run.status]
             ended = run.ended_at or (_instant(events[-1][2], "ts") if events else run.started_at)

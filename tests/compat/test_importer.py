@@ -190,6 +190,50 @@ def test_an_interrupted_import_is_finished_by_running_it_again(
         assert store.check_projections() == []
 
 
+def test_an_open_run_imported_earlier_receives_what_the_source_added_since(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+        conn = sqlite3.connect(source)
+        conn.execute(
+            "INSERT INTO events (run_id, ts, type, payload) VALUES (?, ?, 'more', '[1]')",
+            ("b" * 32, "2026-01-01T12:00:09+00:00"),
+        )
+        conn.execute(
+            "UPDATE runs SET ended_at = '2026-01-01T12:00:10+00:00', status = 'success' WHERE run_id = ?",
+            ("b" * 32,),
+        )
+        conn.commit()
+        conn.close()
+        assert fe.import_forkline(source, store).resumed == 3
+    with fe.RunRecorder(tmp_path / "new.db") as recorder:
+        assert [e["payload"] for e in recorder.get_events("b" * 32)] == [{"i": 1}, [1]]
+        run = recorder.get_run("b" * 32)
+        assert run is not None and run["status"] == "success"
+        assert instant(run["ended_at"]) == instant("2026-01-01T12:00:10+00:00")
+
+
+def test_a_source_changed_after_its_run_was_imported_and_concluded_is_a_conflict(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+        before = log_rows(store)
+        conn = sqlite3.connect(source)
+        late = (
+            "INSERT INTO events (run_id, ts, type, payload) VALUES (?, '2026-01-01T12:00:09+00:00', ?, '{}')"
+        )
+        conn.execute(late, ("a" * 32, "late"))  # Forkline lets a run take events after end_run
+        conn.execute(late, ("b" * 32, "more"))
+        conn.execute("UPDATE runs SET status = 'failure' WHERE run_id = ?", ("c" * 32,))
+        conn.commit()
+        conn.close()
+        with pytest.raises(fe.Conflict) as refused:
+            fe.import_forkline(source, store)
+        assert "added to the source after the run was imported and concluded" in str(refused.value)
+        assert "imported as failed, the source now says 'failure'" in str(refused.value)
+        assert log_rows(store) == before  # not even run b's new event, which alone would fit
+
+
 BAD = {
     "orphan event": ([], [("nobody", "2026-01-01T12:00:00+00:00", "input", "{}")], "no such run"),
     "NaN payload": (
