@@ -7,7 +7,13 @@ v0's tables plus its ``runs.forkline_version``), rows as Forkline writes them.
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +21,8 @@ from typing import Any
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import forkline_es as fe
 from forkline_es.cli.main import main
@@ -321,3 +329,134 @@ def test_the_command_line_imports_and_refuses_with_exit_codes(tmp_path: Path) ->
     refused = CliRunner().invoke(main, ["import-forkline", db, "--db", str(tmp_path / "other.db")])
     assert refused.exit_code == 2
     assert "invalid-request" in refused.output
+
+
+def big_source(path: Path, runs: int, events: int) -> Path:
+    return forkline_db(
+        path,
+        [
+            {
+                "run_id": f"run-{r:04d}",
+                "entrypoint": "agent.py",
+                "started_at": f"2026-01-01T10:{r // 60 % 60:02d}:{r % 60:02d}+00:00",
+                "ended_at": f"2026-01-01T11:{r // 60 % 60:02d}:{r % 60:02d}+00:00",
+                "status": "success",
+            }
+            for r in range(runs)
+        ],
+        [
+            (f"run-{r:04d}", f"2026-01-01T10:30:{e % 60:02d}+00:00", "step", json.dumps({"r": r, "e": e}))
+            for e in range(events)
+            for r in range(runs)
+        ],
+    )
+
+
+def content(store: fe.Store) -> list[tuple[Any, ...]]:
+    """The log as its runs hold it, positions aside."""
+    return sorted(store.conn.execute("SELECT run_id, seq, entry, kind, at, key, body FROM log").fetchall())
+
+
+def started_runs(db: Path) -> int:
+    """Runs begun in ``db`` so far, read beside the writer (WAL); 0 before the schema exists."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute("SELECT count(*) FROM log WHERE seq = 1").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_sigkill_during_an_import_leaves_whole_runs_and_a_second_import_finishes(tmp_path: Path) -> None:
+    source = big_source(tmp_path / "old.db", runs=150, events=20)
+    with fe.Store.open(tmp_path / "clean.db") as store:
+        fe.import_forkline(source, store)
+        clean = content(store)
+    rng = random.Random(int.from_bytes(os.urandom(4), "big"))
+    killed_midway = 0
+    for attempt in range(3):
+        db = tmp_path / f"killed-{attempt}.db"
+        command = ["--db", str(db), "import-forkline", str(source)]
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from forkline_es.cli.main import main; main()", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        target = rng.randint(1, 120)
+        while proc.poll() is None and started_runs(db) < target:
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        with fe.Store.open(db) as store:
+            per_run = dict(
+                store.conn.execute(
+                    "SELECT run_id, count(*) FROM log WHERE kind = 'forkline-logged' GROUP BY run_id"
+                ).fetchall()
+            )
+            started = [r for (r,) in store.conn.execute("SELECT run_id FROM log WHERE seq = 1")]
+            assert all(per_run.get(r, 0) in (0, 20) for r in started), "a run's events are written whole"
+            killed_midway += proc.returncode == -signal.SIGKILL and len(started) < 150
+            fe.import_forkline(source, store)
+            assert content(store) == clean
+            assert store.check_projections() == []
+    assert killed_midway > 0
+
+
+_keys = st.sampled_from(["prompt", "api_key", "max_tokens", "author", "password", "x", "nested"])
+_json: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=8,
+)
+_source_runs = st.lists(
+    st.tuples(st.sampled_from([None, "success", "failure", "error"]), st.lists(_json, max_size=4)),
+    max_size=4,
+)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=_source_runs, seed=st.randoms(use_true_random=False))
+def test_any_source_reads_back_redacted_in_order_and_imports_once(
+    tmp_path_factory: pytest.TempPathFactory, runs: list[tuple[str | None, list[Any]]], seed: random.Random
+) -> None:
+    folder = tmp_path_factory.mktemp("import")
+    rows = [
+        {
+            "run_id": f"r{i}",
+            "entrypoint": "agent.py",
+            "started_at": f"2026-01-01T10:00:0{i}+00:00",
+            "ended_at": None if status is None else f"2026-01-01T11:00:0{i}+00:00",
+            "status": status,
+        }
+        for i, (status, _) in enumerate(runs)
+    ]
+    events = [
+        (f"r{i}", f"2026-01-01T10:30:{n:02d}.5+00:00", f"t{n}", json.dumps(p))
+        for i, (_, payloads) in enumerate(runs)
+        for n, p in enumerate(payloads)
+    ]
+    seed.shuffle(events)  # Forkline interleaves runs' events in event_id order
+    source = forkline_db(folder / "old.db", rows, events)
+    policy = fe.RedactionPolicy.default()
+    with fe.Store.open(folder / "new.db") as store:
+        report = fe.import_forkline(source, store)
+        assert (report.runs, report.events) == (len(runs), len(events))
+        before = content(store)
+        assert fe.import_forkline(source, store).resumed == len(runs)
+        assert content(store) == before
+    with fe.RunRecorder(folder / "new.db") as recorder:
+        for i, (status, _) in enumerate(runs):
+            run = recorder.get_run(f"r{i}")
+            assert run is not None and run["status"] == status
+            theirs = [e for e in events if e[0] == f"r{i}"]  # in event_id order: as inserted
+            mine = recorder.get_events(f"r{i}")
+            assert [(e["type"], instant(e["ts"])) for e in mine] == [
+                (t, instant(ts)) for _, ts, t, _ in theirs
+            ]
+            assert [e["payload"] for e in mine] == [policy.redact(json.loads(p)) for *_, p in theirs]
