@@ -36,6 +36,7 @@ from forkline_es.log.events import RunStarted
 from forkline_es.recording.payloads import encode_slots
 from forkline_es.redaction import RedactionPolicy
 from forkline_es.store import Store
+from forkline_es.values._paths import Refused
 from forkline_es.values._time import utc_text
 
 __all__ = ["ImportReport", "import_forkline"]
@@ -53,8 +54,9 @@ _LISTED: Final = 10
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
-    """``runs``: runs recorded; ``events``: their events; ``resumed``: runs an earlier,
-    interrupted import of the same source had started (completed now, nothing repeated)."""
+    """``runs``: runs of the source, now all in the store; ``events``: their events;
+    ``resumed``: runs an earlier import of the source had begun (nothing of them repeated,
+    what it lacked added)."""
 
     source: str
     runs: int
@@ -78,9 +80,11 @@ def _instant(text: object, what: str) -> str:
         raise ValueError(f"{what} is {text!r}, not an ISO 8601 timestamp")
     try:
         dt = datetime.fromisoformat(text)
+        return utc_text(dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC))
     except ValueError:
         raise ValueError(f"{what} {text!r} is not an ISO 8601 timestamp") from None
-    return utc_text(dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC))
+    except Refused as e:
+        raise ValueError(f"{what} {text!r}: {e}") from None
 
 
 def _no_constant(name: str) -> Any:

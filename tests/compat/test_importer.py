@@ -259,6 +259,11 @@ BAD = {
         [],
         "is not an ISO 8601 timestamp",
     ),
+    "timestamp out of range": (
+        [{"run_id": "r", "entrypoint": "x.py", "started_at": "0001-01-01T00:00:00+01:00"}],
+        [],
+        "outside the years 0001-9999",
+    ),
     "empty event type": (
         [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}],
         [("r", "2026-01-01T12:00:00+00:00", "", "{}")],
