@@ -145,16 +145,19 @@ def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str
     A concluded copy is final: the source must end it the same way (its events are checked
     against ``closed`` by the caller). An open copy simply receives what it lacks.
     """
-    rows = store.conn.execute("SELECT key, kind, body FROM log WHERE run_id = ?", (run.run_id,)).fetchall()
-    ends = [(key, json.loads(body)) for key, kind, body in rows if kind == "run-concluded"]
+    ends = store.conn.execute(
+        "SELECT key, body FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run.run_id,)
+    ).fetchall()
     if not ends:
         return None
-    key, body = ends[0]
+    key, text = ends[0]
+    body = json.loads(text)
     if key != _END_KEY or run.status is None:
         return f"run {run.run_id}: concluded in the store since it was imported (not by the import)"
     if (body["status"], body.get("code")) != STATUSES[run.status]:
         return f"run {run.run_id}: imported as {body['status']}, the source now says {run.status!r}"
-    closed[run.run_id] = {k for k, _, _ in rows}
+    keys = store.conn.execute("SELECT key FROM log WHERE run_id = ?", (run.run_id,))
+    closed[run.run_id] = {k for (k,) in keys}
     return None
 
 
@@ -177,15 +180,19 @@ def _problems(
             continue
         if store.log.eviction(run.run_id) is not None:
             taken.append(f"run {run.run_id}: the store evicted a run of that id; identities are never reused")
-        elif store.log.run_exists(run.run_id):
-            first = store.conn.execute("SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,))
-            if first.fetchall()[0][0] != START_KEY:
-                taken.append(f"run {run.run_id}: the store already holds another run with that id")
-                continue
-            resumed += 1
-            problem = _closed_differently(store, run, closed)
-            if problem is not None:
-                taken.append(problem)
+            continue
+        first = store.conn.execute(
+            "SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,)
+        ).fetchall()
+        if not first:
+            continue  # a new run
+        if first[0][0] != START_KEY:
+            taken.append(f"run {run.run_id}: the store already holds another run with that id")
+            continue
+        resumed += 1
+        problem = _closed_differently(store, run, closed)
+        if problem is not None:
+            taken.append(problem)
     for event_id, rid, ts, kind, payload in _rows(conn, "events", EVENT_COLUMNS, "event_id"):
         where = f"event {event_id} (run {rid})"
         if rid not in known:
