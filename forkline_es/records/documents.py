@@ -21,7 +21,7 @@ from forkline_es.projections.render import REF, fragment, render_slots, render_s
 from forkline_es.projections.sql import Persister
 from forkline_es.values import canonical_json
 
-__all__ = ["EXTENSIONS", "build_document", "document_bytes", "finish"]
+__all__ = ["EXTENSIONS", "build_document", "decode_document", "document_bytes", "document_text", "finish"]
 
 _decode: Final = msgspec.json.decode
 
@@ -72,15 +72,26 @@ def _mark_removed(node: Any) -> None:
             _mark_removed(v)
 
 
-def finish(text: str, values: Values) -> bytes:
-    """Canonical bytes of a fragment once its references are resolved."""
+def finish(text: str, values: Values) -> str:
+    """Canonical JSON text of a fragment once its references are resolved."""
     resolved, removed = resolve_text(text, values)
     if not removed:
-        return resolved.encode()
+        return resolved
     with gc_paused():
         doc = _decode(resolved)
         _mark_removed(doc)
-        return canonical_json(doc)
+        return canonical_json(doc).decode()
+
+
+def decode_document(text: str) -> dict[str, Any]:
+    """A document (or step record) from its canonical text, for the caller to keep.
+
+    Decoded from the text itself (encoding 9 MB first would only copy it), with the
+    collector kept out: see ``forkline_es._gc``.
+    """
+    with gc_paused(keep=True):
+        document: dict[str, Any] = _decode(text)
+    return document
 
 
 def run_values(cur: Cursor, run_id: str) -> Values:
@@ -94,6 +105,11 @@ def run_values(cur: Cursor, run_id: str) -> Values:
 
 
 def document_bytes(cur: Cursor, persist: Persister, summary: RunSummary) -> bytes:
+    """Canonical JSON of the whole run record document (``export_run_record``)."""
+    return document_text(cur, persist, summary).encode()
+
+
+def document_text(cur: Cursor, persist: Persister, summary: RunSummary) -> str:
     """Canonical JSON of the whole run record document, assembled from stored fragments.
 
     Members are written in canonical (sorted) order and each fragment is already
@@ -123,7 +139,4 @@ def document_bytes(cur: Cursor, persist: Persister, summary: RunSummary) -> byte
 
 def build_document(cur: Cursor, persist: Persister, summary: RunSummary) -> dict[str, Any]:
     """The whole run record document of one run, read through one cursor (one snapshot)."""
-    data = document_bytes(cur, persist, summary)
-    with gc_paused():
-        document: dict[str, Any] = _decode(data)
-    return document
+    return decode_document(document_text(cur, persist, summary))

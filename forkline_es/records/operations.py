@@ -11,7 +11,13 @@ from forkline_es.log.connection import Cursor
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import render_listed
-from forkline_es.records.documents import build_document, document_bytes, finish, run_values
+from forkline_es.records.documents import (
+    build_document,
+    decode_document,
+    document_bytes,
+    finish,
+    run_values,
+)
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -62,8 +68,7 @@ def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
         doc = store.projections.persist.step_doc(cur, run_id, path)
         if doc is None:
             raise StepNotFound(f"run {run_id!r} has no occurrence of step {path!r}")
-        record: dict[str, Any] = msgspec.json.decode(finish(doc, run_values(cur, run_id)))
-        return record
+        return decode_document(finish(doc, run_values(cur, run_id)))
 
 
 def log_events(store: Store, run_id: str) -> list[dict[str, Any]]:
