@@ -3,6 +3,11 @@
 The live database is only read (apsw's backup API copies it); the copy is refolded from
 its log and every projection table, plus the projector positions, is compared row by row
 by primary key. An empty list means the live projections are exactly what the log gives.
+
+``run_differences`` does the same for one run, in memory: a run's core projections
+depend on its own events only, so its log rows alone must fold into its live rows.
+``verify`` uses it to see a history that is consistent in itself but not with what was
+folded when it was written (a deleted tail, a run rewritten to its end).
 """
 
 from __future__ import annotations
@@ -14,12 +19,20 @@ from typing import Any, Final
 
 import apsw
 
-from forkline_es.log.connection import Connection
+from forkline_es.log.connection import Connection, Cursor, open_connection
 from forkline_es.log.eventlog import EventLog
+from forkline_es.log.rows import LOG_COLUMNS
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 
-__all__ = ["check_projections", "compare_tables", "copy_database", "rebuilt_differences", "table_rows"]
+__all__ = [
+    "check_projections",
+    "compare_tables",
+    "copy_database",
+    "rebuilt_differences",
+    "run_differences",
+    "table_rows",
+]
 
 #: Differences reported per table before the rest are summarised in one line.
 MAX_REPORTED: Final = 50
@@ -45,19 +58,41 @@ def compare_tables(live: Connection, rebuilt: Connection, tables: Iterable[str])
     """One line per differing row of each table, live versus rebuilt."""
     out: list[str] = []
     for table in tables:
-        a, b = table_rows(live, table), table_rows(rebuilt, table)
-        found: list[str] = []
-        for key in sorted(a.keys() | b.keys(), key=repr):
-            if key not in b:
-                found.append(f"{table} {key!r}: live has {a[key]!r}, the rebuild has no such row")
-            elif key not in a:
-                found.append(f"{table} {key!r}: the rebuild has {b[key]!r}, live has no such row")
-            elif a[key] != b[key]:
-                found.append(f"{table} {key!r}: live {a[key]!r} != rebuilt {b[key]!r}")
-        out.extend(found[:MAX_REPORTED])
-        if len(found) > MAX_REPORTED:
-            out.append(f"{table}: {len(found) - MAX_REPORTED} more differing rows")
+        out.extend(_differences(table, table_rows(live, table), table_rows(rebuilt, table), "the rebuild"))
     return out
+
+
+Rows = dict[tuple[Any, ...], tuple[Any, ...]]
+#: Columns holding a whole JSON state or fragment: named when they differ, not printed.
+_LONG: Final = frozenset({"state", "doc"})
+
+
+def _differences(
+    table: str, a: Rows, b: Rows, what: str, columns: tuple[str, ...] | None = None
+) -> list[str]:
+    """One line per differing row: ``a`` is live, ``b`` ``what``. With ``columns``, a changed
+    row names its changed columns (JSON ``state`` and ``doc`` only by name) instead of both rows."""
+    found: list[str] = []
+    for key in sorted(a.keys() | b.keys(), key=repr):
+        if key not in b:
+            found.append(f"{table} {key!r}: live has {a[key]!r}, {what} has no such row")
+        elif key not in a:
+            found.append(f"{table} {key!r}: {what} has {b[key]!r}, live has no such row")
+        elif a[key] != b[key]:
+            found.append(f"{table} {key!r}: " + _changed(a[key], b[key], what, columns))
+    if len(found) > MAX_REPORTED:
+        found[MAX_REPORTED:] = [f"{table}: {len(found) - MAX_REPORTED} more differing rows"]
+    return found
+
+
+def _changed(a: tuple[Any, ...], b: tuple[Any, ...], what: str, columns: tuple[str, ...] | None) -> str:
+    if columns is None:
+        return f"live {a!r} != {what} {b!r}"
+    return "; ".join(
+        f"{c} differs" if c in _LONG else f"{c} live {x!r} != {what} {y!r}"
+        for c, x, y in zip(columns, a, b, strict=True)
+        if x != y
+    )
 
 
 def copy_database(source: Connection, target: str) -> Connection:
@@ -100,3 +135,48 @@ def check_projections(conn: Connection, progress: Progress | None = None) -> lis
     """Every difference between the live projections of ``conn`` and a rebuild from its log."""
     tables = (*Projections(EventLog(conn), extra_projectors()).tables, "projector")
     return rebuilt_differences(conn, tables, _rebuild, progress)
+
+
+_LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))
+
+#: One run's rows of each core projection table, keyed by primary key (first columns).
+_RUN_ROWS: Final = {
+    "run_summary": ("SELECT * FROM run_summary WHERE run_id = ?", 1),
+    "step_view": ("SELECT * FROM step_view WHERE run_id = ?", 2),
+    "entry": (
+        "SELECT e.* FROM log AS l JOIN entry AS e ON e.position = l.position WHERE l.run_id = ?",
+        1,
+    ),
+    "payload_removal": ("SELECT * FROM payload_removal WHERE run_id = ?", 2),
+}
+
+
+def _run_rows(cur: Cursor, table: str, run_id: str) -> Rows:
+    sql, keyed_by = _RUN_ROWS[table]
+    return {tuple(row[:keyed_by]): tuple(row) for row in cur.execute(sql, (run_id,))}
+
+
+def run_differences(cur: Cursor, run_id: str) -> list[str]:
+    """Every difference between one run's live core projection rows (read through ``cur``,
+    the caller's snapshot) and a refold of the run's own log rows and payload values."""
+    rows = cur.execute(f"SELECT {LOG_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+    payloads = cur.execute(
+        "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
+        "WHERE l.run_id = ?",
+        (run_id,),
+    ).fetchall()
+    scratch = open_connection(":memory:")
+    try:
+        with scratch:
+            scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", rows)
+            scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", payloads)
+        Projections(EventLog(scratch)).rebuild()
+        refolded = scratch.cursor()
+        out: list[str] = []
+        for table in _RUN_ROWS:
+            columns = tuple(c[1] for c in cur.execute(f"PRAGMA table_info({table})"))
+            live, want = _run_rows(cur, table, run_id), _run_rows(refolded, table, run_id)
+            out.extend(_differences(table, live, want, "refold", columns))
+        return out
+    finally:
+        scratch.close()

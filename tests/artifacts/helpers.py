@@ -53,3 +53,19 @@ def row(store: fe.Store, run_id: str, kind: str) -> tuple[int, int, str]:
 
 def kinds_at(report: fe.VerifyReport) -> list[tuple[str, Any]]:
     return [(p.kind, p.seq) for p in report.problems]
+
+
+def relink(store: fe.Store, run_id: str) -> None:
+    """What a careful attacker does after editing rows: recompute every digest and link of the run."""
+    from forkline_es.log.rows import row_digest
+
+    prev: str | None = None
+    rows = store.conn.execute(
+        "SELECT position, run_id, seq, entry, generation, kind, at, key, body FROM log "
+        "WHERE run_id = ? ORDER BY seq",
+        (run_id,),
+    ).fetchall()
+    for position, rid, seq, entry, gen, kind, at, key, body in rows:
+        digest = row_digest(rid, seq, entry, gen, kind, at, key, prev, body)
+        store.conn.execute("UPDATE log SET digest = ?, prev = ? WHERE position = ?", (digest, prev, position))
+        prev = digest

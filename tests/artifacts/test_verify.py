@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import forkline_es as fe
 from forkline_es.cli.main import main
 
-from .helpers import kinds_at, record_sample, row, untrigger
+from .helpers import kinds_at, record_sample, relink, row, untrigger
 
 
 @pytest.fixture
@@ -116,6 +116,55 @@ def test_a_deleted_middle_row_is_a_gap_at_its_seq(sample: fe.Run, store: fe.Stor
     store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
     assert kinds_at(store.verify_run(sample.id)) == [("seq-gap", seq), ("chain-link", seq + 1)]
     assert _cli(db_path, sample.id)[0] == 1
+
+
+def test_a_deleted_conclusion_is_seen_by_the_projections(
+    sample: fe.Run, store: fe.Store, db_path: Path
+) -> None:
+    position, _, _ = row(store, "r1", "run-concluded")
+    store.conn.execute("DELETE FROM payload WHERE position = ?", (position,))
+    store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
+    report = store.verify_run(sample.id)
+    assert {p.kind for p in report.problems} == {"projection-mismatch"}
+    assert any("run_summary ('r1',)" in p.message and "succeeded" in p.message for p in report.problems)
+    code, out = _cli(db_path, sample.id, "--json")
+    assert code == 1 and "projection-mismatch" in out
+
+
+def test_a_deleted_tail_of_an_active_run_is_seen_by_its_step_view(store: fe.Store) -> None:
+    run = store.start_run("wf", run_id="live")
+    run.begin_step("a")
+    run.end_step("a", "succeeded", result=1)
+    run.begin_step("b")
+    run.end_step("b", "failed")
+    untrigger(store)
+    assert store.verify_run("live").ok
+    store.conn.execute("DELETE FROM log WHERE run_id = 'live' AND seq = 5")  # b's end, no payload
+    problems = store.verify_run("live").problems
+    assert {p.kind for p in problems} == {"projection-mismatch"}
+    assert any("step_view ('live', 'b')" in p.message for p in problems)
+
+
+def test_a_run_rewritten_to_its_end_is_seen_by_the_projections(sample: fe.Run, store: fe.Store) -> None:
+    position, _, body = row(store, "r1", "step-ended")
+    store.conn.execute(
+        "UPDATE log SET body = ? WHERE position = ?", (body.replace("succeeded", "failed"), position)
+    )
+    relink(store, "r1")
+    problems = store.verify_run(sample.id).problems
+    assert {p.kind for p in problems} == {"projection-mismatch"}
+    assert any("step_view ('r1', 'fetch')" in p.message for p in problems)
+    assert any(f"entry ({position},)" in p.message for p in problems)
+
+
+def test_a_rebuild_after_tampering_makes_the_projections_agree_again(sample: fe.Run, store: fe.Store) -> None:
+    """The comparison proves the rows and their projections agree, not that either is true."""
+    position, _, _ = row(store, "r1", "run-concluded")
+    store.conn.execute("DELETE FROM payload WHERE position = ?", (position,))
+    store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
+    assert not store.verify_run(sample.id).ok
+    store.rebuild_projections()
+    assert store.verify_run(sample.id).ok
 
 
 def test_a_changed_manifest_fact_is_reported(sample: fe.Run, store: fe.Store, db_path: Path) -> None:

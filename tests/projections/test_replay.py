@@ -3,8 +3,9 @@
 After each call of a generated history (several runs, retries, crashes with recovery,
 children, holds, dry runs, unavailable payloads) the incremental projections must equal
 a full rebuild on a copy of the database, and both must equal the plain reference fold
-of the raw log (``forkline_es.testing.histories``); every document must validate against
-the shipped schema and keep 002's invariants.
+of the raw log (``forkline_es.testing.histories``), and each run's rows alone must refold
+into its rows of the projections (what ``verify`` compares); every document must validate
+against the shipped schema and keep 002's invariants.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import settings
 from hypothesis.stateful import invariant
 
 import forkline_es as fe
-from forkline_es.projections.check import compare_tables, copy_database
+from forkline_es.projections.check import compare_tables, copy_database, run_differences
 from forkline_es.schema import definition, run_record_schema
 from forkline_es.testing.histories import HistoryMachine, reference_documents, reference_summaries
 
@@ -90,6 +91,9 @@ class ReplayMachine(HistoryMachine):
                     # Entries already validated are unchanged (above): validate the rest only.
                     DOCUMENT.validate({**doc, "entries": doc["entries"][len(before) :]})
                     check_document(doc)
+                    # verify's premise: a run's own rows fold into its projections.
+                    with self.store.log.snapshot() as cur:
+                        assert run_differences(cur, run_id) == []
                     self.validated[run_id] = text
                 for path, step in doc["steps"].items():
                     assert dumps(self.store.get_step_record(run_id, path)) == dumps(step)
