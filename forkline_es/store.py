@@ -271,13 +271,16 @@ class Store:
         """count, mean, min, max, p50, p95 of ``name`` over ``workflow``'s runs; None if never measured."""
         return artifact_sql.metric_summary(self.conn.cursor(), workflow, name)
 
-    def verify_run(self, run_id: str) -> VerifyReport:
-        """Re-check the run's hash chain, payload values, artifact files and manifest; never repairs."""
-        return verify.verify_run(self, run_id)
+    def verify_run(self, run_id: str, *, projections: bool = True) -> VerifyReport:
+        """Re-check the run's hash chain, payload values, artifact files and manifest, and
+        (``projections``) its projections against a refold of its rows; never repairs."""
+        return verify.verify_run(self, run_id, projections=projections)
 
-    def verify_all(self, progress: Callable[[int, int], None] | None = None) -> list[VerifyReport]:
+    def verify_all(
+        self, progress: Callable[[int, int], None] | None = None, *, projections: bool = True
+    ) -> list[VerifyReport]:
         """``verify_run`` for every run in the log, plus listed runs whose rows are all gone."""
-        return verify.verify_all(self, progress)
+        return verify.verify_all(self, progress, projections=projections)
 
     # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
 

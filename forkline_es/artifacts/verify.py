@@ -19,7 +19,7 @@ Nothing is ever repaired: a problem is reported, with its kind and the seq of th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,7 +31,7 @@ from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded
 from forkline_es.log.rows import LogRow, row_digest
-from forkline_es.projections.check import run_differences
+from forkline_es.projections.check import RunRefolder, run_differences
 from forkline_es.values import canonical_json, sha256_digest
 
 if TYPE_CHECKING:
@@ -340,8 +340,19 @@ def _run_payloads(cur: Any, run_id: str) -> dict[int, dict[str, str]]:
     return out
 
 
-def verify_run(store: Store, run_id: str, sums: Checksums | None = None) -> VerifyReport:
-    """Verify one run; refuses a run that is unknown (run-not-found) or evicted."""
+def verify_run(
+    store: Store,
+    run_id: str,
+    sums: Checksums | None = None,
+    *,
+    projections: bool = True,
+    refolder: RunRefolder | None = None,
+) -> VerifyReport:
+    """Verify one run; refuses a run that is unknown (run-not-found) or evicted.
+
+    ``projections``: also compare its projections with a refold of its rows (in
+    ``refolder``'s scratch database when given, else in one of its own).
+    """
     sums = sums if sums is not None else Checksums()
     files = store.artifact_files
     problems: list[Problem] = []
@@ -370,8 +381,8 @@ def verify_run(store: Store, run_id: str, sums: Checksums | None = None) -> Veri
             if store.projections.persist.load_summary(cur, run_id) is None:
                 raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs")
             problems.append(_missing(run_id))
-        elif not any(p.kind in _CHAIN_KINDS for p in problems):
-            problems.extend(_projection_problems(cur, run_id))
+        elif projections and not any(p.kind in _CHAIN_KINDS for p in problems):
+            problems.extend(_projection_problems(cur, run_id, refolder))
     for seq, event in to_check:  # files are read outside the read transaction
         if isinstance(event, ArtifactAdded):
             artifacts += 1
@@ -384,9 +395,9 @@ def verify_run(store: Store, run_id: str, sums: Checksums | None = None) -> Veri
     return report
 
 
-def _projection_problems(cur: Any, run_id: str) -> list[Problem]:
+def _projection_problems(cur: Any, run_id: str, refolder: RunRefolder | None) -> list[Problem]:
     try:
-        found = run_differences(cur, run_id)
+        found = run_differences(cur, run_id) if refolder is None else refolder.differences(cur, run_id)
     except Exception as e:  # rows forged to fold into nothing valid: report it, never crash
         found = [f"the run's rows do not fold: {type(e).__name__}: {e}"]
     return [Problem("projection-mismatch", None, f"run {run_id!r}: {line}") for line in found]
@@ -396,7 +407,9 @@ def _missing(run_id: str) -> Problem:
     return Problem("run-missing", None, f"run {run_id!r} is listed but the log holds none of its rows")
 
 
-def verify_all(store: Store, progress: Callable[[int, int], None] | None = None) -> list[VerifyReport]:
+def verify_all(
+    store: Store, progress: Callable[[int, int], None] | None = None, *, projections: bool = True
+) -> list[VerifyReport]:
     """Verify every run the log holds, and flag listed runs whose rows are all gone."""
     with store.log.snapshot() as cur:
         in_log = [r for (r,) in cur.execute("SELECT DISTINCT run_id FROM log ORDER BY run_id")]
@@ -411,11 +424,13 @@ def verify_all(store: Store, progress: Callable[[int, int], None] | None = None)
     sums = Checksums()
     reports: list[VerifyReport] = []
     total = len(in_log) + len(listed)
-    for done, run_id in enumerate(in_log, 1):
-        with suppress(RunNotRetained, RunNotFound):  # evicted since the listing: nothing to verify
-            reports.append(verify_run(store, run_id, sums))
-        if progress is not None:
-            progress(done, total)
+    with ExitStack() as stack:
+        refolder = stack.enter_context(RunRefolder()) if projections else None
+        for done, run_id in enumerate(in_log, 1):
+            with suppress(RunNotRetained, RunNotFound):  # evicted since the listing: nothing to verify
+                reports.append(verify_run(store, run_id, sums, projections=projections, refolder=refolder))
+            if progress is not None:
+                progress(done, total)
     for run_id in sorted(listed):
         reports.append(VerifyReport(run_id, (_missing(run_id),)))
         if progress is not None:

@@ -26,6 +26,7 @@ from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 
 __all__ = [
+    "RunRefolder",
     "check_projections",
     "compare_tables",
     "copy_database",
@@ -137,6 +138,7 @@ def check_projections(conn: Connection, progress: Progress | None = None) -> lis
     return rebuilt_differences(conn, tables, _rebuild, progress)
 
 
+_RUN_LOG: Final = f"SELECT {LOG_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq"
 _LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))
 
 #: One run's rows of each core projection table, keyed by primary key (first columns).
@@ -156,27 +158,53 @@ def _run_rows(cur: Cursor, table: str, run_id: str) -> Rows:
     return {tuple(row[:keyed_by]): tuple(row) for row in cur.execute(sql, (run_id,))}
 
 
-def run_differences(cur: Cursor, run_id: str) -> list[str]:
-    """Every difference between one run's live core projection rows (read through ``cur``,
-    the caller's snapshot) and a refold of the run's own log rows and payload values."""
-    rows = cur.execute(f"SELECT {LOG_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
-    payloads = cur.execute(
-        "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
-        "WHERE l.run_id = ?",
-        (run_id,),
-    ).fetchall()
-    scratch = open_connection(":memory:")
-    try:
-        with scratch:
-            scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", rows)
-            scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", payloads)
-        Projections(EventLog(scratch)).rebuild()
-        refolded = scratch.cursor()
+class RunRefolder:
+    """Refolds single runs in one scratch in-memory database, emptied between runs.
+
+    The scratch log has no append-only triggers: it is a copy made to be thrown away.
+    Use as a context manager, or ``close()``; one per thread.
+    """
+
+    def __init__(self) -> None:
+        self.scratch = open_connection(":memory:")
+        triggers = self.scratch.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'").fetchall()
+        for (name,) in triggers:
+            self.scratch.execute(f"DROP TRIGGER {name}")
+        self.projections = Projections(EventLog(self.scratch))
+
+    def differences(self, cur: Cursor, run_id: str) -> list[str]:
+        """Every difference between one run's live core projection rows (read through ``cur``,
+        the caller's snapshot) and a refold of the run's own log rows and payload values."""
+        rows = cur.execute(_RUN_LOG, (run_id,)).fetchall()
+        payloads = cur.execute(
+            "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
+            "WHERE l.run_id = ?",
+            (run_id,),
+        ).fetchall()
+        with self.scratch:
+            self.scratch.execute("DELETE FROM payload; DELETE FROM log")
+            self.scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", rows)
+            self.scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", payloads)
+        self.projections.rebuild()
+        refolded = self.scratch.cursor()
         out: list[str] = []
         for table in _RUN_ROWS:
             columns = tuple(c[1] for c in cur.execute(f"PRAGMA table_info({table})"))
             live, want = _run_rows(cur, table, run_id), _run_rows(refolded, table, run_id)
             out.extend(_differences(table, live, want, "refold", columns))
         return out
-    finally:
-        scratch.close()
+
+    def close(self) -> None:
+        self.scratch.close()
+
+    def __enter__(self) -> RunRefolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_differences(cur: Cursor, run_id: str) -> list[str]:
+    """``RunRefolder.differences`` for one run, with a scratch database of its own."""
+    with RunRefolder() as refolder:
+        return refolder.differences(cur, run_id)

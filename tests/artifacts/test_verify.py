@@ -131,6 +131,30 @@ def test_a_deleted_conclusion_is_seen_by_the_projections(
     assert code == 1 and "projection-mismatch" in out
 
 
+def test_the_projection_check_can_be_skipped(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
+    position, _, _ = row(store, "r1", "run-concluded")
+    store.conn.execute("DELETE FROM payload WHERE position = ?", (position,))
+    store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
+    assert not store.verify_run(sample.id).ok
+    assert store.verify_run(sample.id, projections=False).ok
+    assert [r.ok for r in store.verify_all(projections=False)] == [True]
+    assert [r.ok for r in store.verify_all()] == [False]
+    assert _cli(db_path, sample.id, "--no-projections")[0] == 0
+    assert _cli(db_path, "--all", "--no-projections")[0] == 0
+    assert _cli(db_path, "--all")[0] == 1
+
+
+def test_all_refolds_each_run_in_one_scratch_database(store: fe.Store, tmp_path: Path) -> None:
+    """The shared scratch database is emptied between runs: no run's rows leak into the next."""
+    for name in ("a", "b", "c"):
+        record_sample(store, tmp_path, run_id=name)
+    untrigger(store)
+    position, _, _ = row(store, "b", "run-concluded")
+    store.conn.execute("DELETE FROM payload WHERE position = ?", (position,))
+    store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
+    assert {r.run_id: r.ok for r in store.verify_all()} == {"a": True, "b": False, "c": True}
+
+
 def test_a_deleted_tail_of_an_active_run_is_seen_by_its_step_view(store: fe.Store) -> None:
     run = store.start_run("wf", run_id="live")
     run.begin_step("a")
