@@ -6,9 +6,11 @@ each artifact unique (its first 8 bytes are the run number), so ``verify --all``
 and hashes 10 GB of artifacts and walks 1,000,000 chained rows. The database uses the
 default durability (WAL, ``synchronous=NORMAL``); verify only reads.
 
-Two figures: with every artifact's pages evicted from the page cache first
-(``posix_fadvise(DONTNEED)``, so the files come from the disk) and with a warm cache.
-The library call ``store.verify_all()`` is timed: the CLI adds only its rendering.
+Three figures: with every artifact's pages evicted from the page cache first
+(``posix_fadvise(DONTNEED)``, so the files come from the disk), with a warm cache, and
+with a warm cache without the projection check (``--no-projections``: no refold of each
+run, so the gap between the last two is what that check costs). The library call
+``store.verify_all()`` is timed: the CLI adds only its rendering.
 
     python -m benchmarks.verify [--quick]
 """
@@ -53,11 +55,11 @@ def _evict(root: Path) -> None:
                 os.close(fd)
 
 
-def _trial(store: fe.Store, cold: bool) -> Trial:
+def _trial(store: fe.Store, cold: bool, projections: bool = True) -> Trial:
     if cold:
         _evict(store.artifact_files.root)
     with Timer() as t:
-        reports = store.verify_all()
+        reports = store.verify_all(projections=projections)
     assert all(r.ok for r in reports), [r for r in reports if not r.ok][:3]
     return Trial(len(reports), t.seconds)
 
@@ -89,6 +91,12 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             single(
                 f"verify --all, {what}, warm cache",
                 lambda: _trial(store, cold=False),
+                repeats,
+                unit="runs/s",
+            ),
+            single(
+                f"verify --all --no-projections, {what}, warm cache",
+                lambda: _trial(store, cold=False, projections=False),
                 repeats,
                 unit="runs/s",
             ),
