@@ -4,7 +4,7 @@ The live database is only read (apsw's backup API copies it); the copy is refold
 its log and every projection table, plus the projector positions, is compared row by row
 by primary key. An empty list means the live projections are exactly what the log gives.
 
-``run_differences`` does the same for one run, in memory: a run's core projections
+``run_differences`` does the same for one run, in memory: a run's projections
 depend on its own events only, so its log rows alone must fold into its live rows.
 ``verify`` uses it to see a history that is consistent in itself but not with what was
 folded when it was written (a deleted tail, a run rewritten to its end).
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import apsw
@@ -142,21 +143,32 @@ def check_projections(conn: Connection, progress: Progress | None = None) -> lis
 _RUN_LOG: Final = f"SELECT {LOG_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq"
 _LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))
 
-#: One run's rows of each core projection table, keyed by primary key (first columns).
-_RUN_ROWS: Final = {
-    "run_summary": ("SELECT * FROM run_summary WHERE run_id = ?", 1),
-    "step_view": ("SELECT * FROM step_view WHERE run_id = ?", 2),
-    "entry": (
-        "SELECT e.* FROM log AS l JOIN entry AS e ON e.position = l.position WHERE l.run_id = ?",
-        1,
-    ),
-    "payload_removal": ("SELECT * FROM payload_removal WHERE run_id = ?", 2),
-}
 
+@dataclass(frozen=True, slots=True)
+class _RunTable:
+    """How to read one run's rows of a projection table: by its ``run_id`` column, or, for a
+    table keyed by log position alone (``entry``), through the log; keyed by primary key."""
 
-def _run_rows(cur: Cursor, table: str, run_id: str) -> Rows:
-    sql, keyed_by = _RUN_ROWS[table]
-    return {tuple(row[:keyed_by]): tuple(row) for row in cur.execute(sql, (run_id,))}
+    name: str
+    columns: tuple[str, ...]
+    sql: str
+    key: tuple[int, ...]
+
+    @classmethod
+    def of(cls, conn: Connection, name: str) -> _RunTable | None:
+        info = conn.execute(f"PRAGMA table_info({name})").fetchall()
+        columns = tuple(c[1] for c in info)
+        key = tuple(columns.index(c[1]) for c in sorted(info, key=lambda c: c[5]) if c[5] > 0)
+        if "run_id" in columns:
+            sql = f"SELECT * FROM {name} WHERE run_id = ?"
+        elif "position" in columns:
+            sql = f"SELECT t.* FROM log AS l JOIN {name} AS t ON t.position = l.position WHERE l.run_id = ?"
+        else:
+            return None  # not a per-run table: nothing to compare run by run
+        return cls(name, columns, sql, key or tuple(range(len(columns))))
+
+    def rows(self, cur: Cursor, run_id: str) -> Rows:
+        return {tuple(row[i] for i in self.key): tuple(row) for row in cur.execute(self.sql, (run_id,))}
 
 
 class RunRefolder:
@@ -171,15 +183,15 @@ class RunRefolder:
         triggers = self.scratch.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'").fetchall()
         for (name,) in triggers:
             self.scratch.execute(f"DROP TRIGGER {name}")
+        self.projections = Projections(EventLog(self.scratch), extra_projectors())
         self.scratch.execute(DDL)
-        self.columns = {
-            table: tuple(c[1] for c in self.scratch.execute(f"PRAGMA table_info({table})"))
-            for table in _RUN_ROWS
-        }
-        self.projections = Projections(EventLog(self.scratch))
+        for projector in self.projections.extra:
+            self.scratch.execute(projector.ddl)
+        found = (_RunTable.of(self.scratch, name) for name in self.projections.tables)
+        self.tables = [t for t in found if t is not None]
 
     def differences(self, cur: Cursor, run_id: str) -> list[str]:
-        """Every difference between one run's live core projection rows (read through ``cur``,
+        """Every difference between one run's live projection rows (read through ``cur``,
         the caller's snapshot) and a refold of the run's own log rows and payload values.
 
         The rows are folded one by one as appends fold them (the property tests hold that
@@ -193,17 +205,17 @@ class RunRefolder:
         ).fetchall()
         with self.scratch:
             scratch = self.scratch.cursor()
-            for table in (*_RUN_ROWS, "payload", "log"):
-                scratch.execute(f"DELETE FROM {table}")
+            for name in (*self.projections.tables, "payload", "log"):
+                scratch.execute(f"DELETE FROM {name}")
             scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", rows)
             scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", payloads)
             self.projections.forget(run_id)
             for row in list(self.projections.log.read_run(run_id, self.scratch.cursor())):
                 self.projections.apply(scratch, row, row.event())
             out: list[str] = []
-            for table, columns in self.columns.items():
-                live, want = _run_rows(cur, table, run_id), _run_rows(scratch, table, run_id)
-                out.extend(_differences(table, live, want, "refold", columns))
+            for table in self.tables:
+                live, want = table.rows(cur, run_id), table.rows(scratch, run_id)
+                out.extend(_differences(table.name, live, want, "refold", table.columns))
         return out
 
     def close(self) -> None:

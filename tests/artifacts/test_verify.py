@@ -169,6 +169,25 @@ def test_a_deleted_tail_of_an_active_run_is_seen_by_its_step_view(store: fe.Stor
     assert any("step_view ('live', 'b')" in p.message for p in problems)
 
 
+@pytest.mark.parametrize("kind", ["artifact-added", "observed"])
+def test_a_deleted_tail_seen_only_by_an_extra_projection(store: fe.Store, kind: str) -> None:
+    run = store.start_run("wf", run_id="tail")
+    run.begin_step("a")
+    run.end_step("a", "succeeded")
+    if kind == "artifact-added":
+        run.add_artifact(b"bytes", "blob", name="blob.bin")
+    else:
+        run.observe("loss", 0.5)
+    untrigger(store)
+    assert store.verify_run("tail").ok
+    position, _, _ = row(store, "tail", kind)
+    store.conn.execute("DELETE FROM log WHERE position = ?", (position,))
+    problems = store.verify_run("tail").problems
+    assert {p.kind for p in problems} == {"projection-mismatch"}
+    table = "artifact" if kind == "artifact-added" else "observation"
+    assert all(f"{table} (" in p.message and "refold has no such row" in p.message for p in problems)
+
+
 def test_a_run_rewritten_to_its_end_is_seen_by_the_projections(sample: fe.Run, store: fe.Store) -> None:
     position, _, body = row(store, "r1", "step-ended")
     store.conn.execute(
