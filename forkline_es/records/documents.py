@@ -7,6 +7,7 @@ state ``removed`` when retention deleted the value row. Nothing here writes.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any, Final
@@ -21,7 +22,15 @@ from forkline_es.projections.render import REF, fragment, render_slots, render_s
 from forkline_es.projections.sql import Persister
 from forkline_es.values import canonical_json
 
-__all__ = ["EXTENSIONS", "build_document", "decode_document", "document_bytes", "document_text", "finish"]
+__all__ = [
+    "EXTENSIONS",
+    "build_document",
+    "decode_document",
+    "document_bytes",
+    "document_text",
+    "finish",
+    "referenced_values",
+]
 
 _decode: Final = msgspec.json.decode
 
@@ -100,6 +109,19 @@ def run_values(cur: Cursor, run_id: str) -> Values:
         "SELECT p.position || ',\"' || p.slot || '\"', ',\"value\":' || p.value || '}' "
         "FROM log AS l JOIN payload AS p ON p.position = l.position WHERE l.run_id = ?",
         (run_id,),
+    )
+    return dict(rows)
+
+
+def referenced_values(cur: Cursor, text: str) -> Values:
+    """The stored values of the references in ``text`` only (a step record's few, not its run's)."""
+    positions = sorted({int(ref.split(",", 1)[0]) for ref in _REFERENCE.findall(text)})
+    if not positions:
+        return {}
+    rows = cur.execute(
+        "SELECT position || ',\"' || slot || '\"', ',\"value\":' || value || '}' "
+        "FROM payload WHERE position IN (SELECT value FROM json_each(?))",
+        (json.dumps(positions),),
     )
     return dict(rows)
 

@@ -16,7 +16,7 @@ from forkline_es.records.documents import (
     decode_document,
     document_bytes,
     finish,
-    run_values,
+    referenced_values,
 )
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
         doc = store.projections.persist.step_doc(cur, run_id, path)
         if doc is None:
             raise StepNotFound(f"run {run_id!r} has no occurrence of step {path!r}")
-        return decode_document(finish(doc, run_values(cur, run_id)))
+        return decode_document(finish(doc, referenced_values(cur, doc)))
 
 
 def log_events(store: Store, run_id: str) -> list[dict[str, Any]]:

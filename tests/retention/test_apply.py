@@ -70,6 +70,7 @@ def test_payload_removal_keeps_every_mandatory_fact(store: fe.Store) -> None:
     assert strip_removed(after) == strip_removed(before)
     assert after["steps"]["fetch"]["payloads"]["result"] == {"class": "results", "state": "removed"}
     assert after["steps"]["fetch"]["payloads"]["arguments"]["state"] == "present"
+    assert store.get_step_record(run_id, "fetch") == after["steps"]["fetch"]
     states = slot_states(after)
     assert states.count("removed") + states.count("present") == slot_states(before).count("present")
     assert store.remove_payloads(run_id, ["results"]) == ()  # nothing left of that class
