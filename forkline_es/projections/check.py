@@ -43,16 +43,21 @@ MAX_REPORTED: Final = 50
 Progress = Callable[[int, int], None]
 
 
+def _layout(conn: Connection, table: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``table``'s columns, and the indexes of its primary key's (all columns when it has none)."""
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
+    columns = tuple(c[1] for c in info)
+    key = tuple(columns.index(c[1]) for c in sorted(info, key=lambda c: c[5]) if c[5] > 0)
+    return columns, key or tuple(range(len(columns)))
+
+
 def table_rows(conn: Connection, table: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     """Every row of ``table`` keyed by its primary key (all columns when it has none)."""
-    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
-    if not info:
+    columns, key = _layout(conn, table)
+    if not columns:
         return {}
-    columns = [c[1] for c in info]
-    pk = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5] > 0] or columns
-    index = [columns.index(c) for c in pk]
     return {
-        tuple(row[i] for i in index): tuple(row)
+        tuple(row[i] for i in key): tuple(row)
         for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table}")
     }
 
@@ -156,16 +161,14 @@ class _RunTable:
 
     @classmethod
     def of(cls, conn: Connection, name: str) -> _RunTable | None:
-        info = conn.execute(f"PRAGMA table_info({name})").fetchall()
-        columns = tuple(c[1] for c in info)
-        key = tuple(columns.index(c[1]) for c in sorted(info, key=lambda c: c[5]) if c[5] > 0)
+        columns, key = _layout(conn, name)
         if "run_id" in columns:
             sql = f"SELECT * FROM {name} WHERE run_id = ?"
         elif "position" in columns:
             sql = f"SELECT t.* FROM log AS l JOIN {name} AS t ON t.position = l.position WHERE l.run_id = ?"
         else:
             return None  # not a per-run table: nothing to compare run by run
-        return cls(name, columns, sql, key or tuple(range(len(columns))))
+        return cls(name, columns, sql, key)
 
     def rows(self, cur: Cursor, run_id: str) -> Rows:
         return {tuple(row[i] for i in self.key): tuple(row) for row in cur.execute(self.sql, (run_id,))}
