@@ -103,11 +103,14 @@ def decode_document(text: str) -> dict[str, Any]:
     return document
 
 
+#: A ``payload AS p`` row as a ``Values`` item: its reference's text, its resolved text.
+_VALUE_ITEM: Final = "p.position || ',\"' || p.slot || '\"', ',\"value\":' || p.value || '}'"
+
+
 def run_values(cur: Cursor, run_id: str) -> Values:
     """Every payload value still stored for the run's events."""
     rows = cur.execute(
-        "SELECT p.position || ',\"' || p.slot || '\"', ',\"value\":' || p.value || '}' "
-        "FROM log AS l JOIN payload AS p ON p.position = l.position WHERE l.run_id = ?",
+        f"SELECT {_VALUE_ITEM} FROM log AS l JOIN payload AS p ON p.position = l.position WHERE l.run_id = ?",
         (run_id,),
     )
     return dict(rows)
@@ -119,8 +122,7 @@ def referenced_values(cur: Cursor, text: str) -> Values:
     if not positions:
         return {}
     rows = cur.execute(
-        "SELECT position || ',\"' || slot || '\"', ',\"value\":' || value || '}' "
-        "FROM payload WHERE position IN (SELECT value FROM json_each(?))",
+        f"SELECT {_VALUE_ITEM} FROM payload AS p WHERE p.position IN (SELECT value FROM json_each(?))",
         (json.dumps(positions),),
     )
     return dict(rows)
