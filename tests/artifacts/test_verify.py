@@ -326,3 +326,52 @@ def test_all_as_json_lists_only_the_failed_runs(store: fe.Store, tmp_path: Path,
     assert (doc["ok"], doc["runs"], doc["failed"]) == (False, 2, 1)
     assert [r["run_id"] for r in doc["reports"]] == ["bad"]
     assert [p["kind"] for p in doc["reports"][0]["problems"]] == ["artifact-missing"]
+
+
+# Not a hold with its resume: together they leave the summary as it was, so deleting both
+# leaves no trace (docs/verify.md says so).
+_OPS = st.sampled_from(["step", "action", "artifact", "observe", "manifest"])
+
+
+@given(ops=st.lists(_OPS, min_size=1, max_size=8), conclude=st.booleans(), data=st.data())
+def test_any_deleted_tail_of_folded_events_is_a_projection_mismatch(
+    ops: list[str], conclude: bool, data: st.DataObject
+) -> None:
+    """Every event these runs record changes some per-run projection row, so deleting any
+    suffix of the run (payload values with it, the chain left valid) is seen, and nothing else
+    is reported: the rows that remain are intact."""
+    with fe.Store.open(":memory:") as store:
+        run = store.start_run("wf", run_id="r", inputs={"n": 0})
+        if ops.count("manifest") > 1:  # one manifest per run
+            first = ops.index("manifest")
+            ops = [op if op != "manifest" or n == first else "step" for n, op in enumerate(ops)]
+        for n, op in enumerate(ops):
+            path = f"p{n}"
+            if op == "step":
+                run.begin_step(path, arguments={"n": n})
+                run.end_step(path, "succeeded", result=n)
+            elif op == "action":
+                run.begin_step(path)
+                run.invoke(path, 1, "op", "sha256:" + "a" * 64, "not-dispatched", arguments=[n])
+                run.result(path, 1, "succeeded", result={"n": n})
+                run.end_step(path, "succeeded")
+            elif op == "artifact":
+                run.add_artifact(f"bytes {n}".encode(), "blob", name=f"b{n}.bin")
+            elif op == "observe":
+                run.observe(f"m{n}", n / 2)
+            else:
+                run.record_manifest(config={"n": n}, git_commit="0" * 40, packages=[])
+        if conclude:
+            run.conclude("succeeded")
+        untrigger(store)
+        assert store.verify_run("r").ok
+        seqs = [s for (s,) in store.conn.execute("SELECT seq FROM log WHERE run_id = 'r' ORDER BY seq")]
+        cut = data.draw(st.integers(2, len(seqs)), label="first deleted seq")
+        store.conn.execute(
+            "DELETE FROM payload WHERE position IN "
+            "(SELECT position FROM log WHERE run_id = 'r' AND seq >= ?)",
+            (cut,),
+        )
+        store.conn.execute("DELETE FROM log WHERE run_id = 'r' AND seq >= ?", (cut,))
+        problems = store.verify_run("r").problems
+        assert problems and {p.kind for p in problems} == {"projection-mismatch"}
