@@ -11,7 +11,9 @@ middle-generation collection walks them again (two walks of a 10,000-step docume
 230,000 containers cost about 150 ms each here). ``gc_paused(keep=True)`` moves them
 straight to the oldest generation, as surviving both collections would, without either
 walk. Objects freed by reference counting leave it as from any generation; a cycle the
-caller later makes through them is found by the next full collection.
+caller later makes through them is found by the next full collection. The collector's
+state is process-wide: another thread's young objects are promoted too (harmless), and
+a thread calling ``gc.freeze()`` between our two calls would see its freeze undone.
 """
 
 from __future__ import annotations
