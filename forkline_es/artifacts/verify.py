@@ -11,7 +11,7 @@ What is checked, per run (docs/verify.md says what that proves):
   disk byte for byte what the log says it is;
 - when the chain holds: the run's projections against a refold of its rows alone, which
   sees what a chain cannot, rows deleted at the run's end and a run rewritten to its end
-  after it was folded (``projections.check.run_differences``).
+  after it was folded (``projections.check.RunRefolder``).
 
 Nothing is ever repaired: a problem is reported, with its kind and the seq of the event.
 """
@@ -31,7 +31,7 @@ from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded
 from forkline_es.log.rows import LogRow, row_digest
-from forkline_es.projections.check import RunRefolder, run_differences
+from forkline_es.projections.check import RunRefolder
 from forkline_es.values import canonical_json, sha256_digest
 
 if TYPE_CHECKING:
@@ -329,13 +329,9 @@ def _file_detail(data: bytes, event: ManifestRecorded) -> str:
 # -- runs ---------------------------------------------------------------------------------
 
 
-def _run_payloads(cur: Any, run_id: str) -> dict[int, dict[str, str]]:
+def _by_position(values: list[tuple[int, str, str]]) -> dict[int, dict[str, str]]:
     out: dict[int, dict[str, str]] = {}
-    for position, slot, value in cur.execute(
-        "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
-        "WHERE l.run_id = ?",
-        (run_id,),
-    ):
+    for position, slot, value in values:
         out.setdefault(position, {})[slot] = value
     return out
 
@@ -359,8 +355,11 @@ def verify_run(
     events = artifacts = manifests = 0
     to_check: list[tuple[int, ArtifactAdded | ManifestRecorded]] = []
     with store.log.snapshot() as cur:
-        payloads = _run_payloads(cur, run_id)
+        values = store.log.run_payloads(run_id, cur)
+        payloads = _by_position(values)
+        rows: list[LogRow] = []
         for row, found in check_chain(store.log.read_run(run_id, cur)):
+            rows.append(row)
             events += 1
             problems.extend(found)
             try:
@@ -382,7 +381,7 @@ def verify_run(
                 raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs")
             problems.append(_missing(run_id))
         elif projections and not any(p.kind in _CHAIN_KINDS for p in problems):
-            problems.extend(_projection_problems(cur, run_id, refolder))
+            problems.extend(_projection_problems(cur, run_id, rows, values, refolder))
     for seq, event in to_check:  # files are read outside the read transaction
         if isinstance(event, ArtifactAdded):
             artifacts += 1
@@ -395,9 +394,18 @@ def verify_run(
     return report
 
 
-def _projection_problems(cur: Any, run_id: str, refolder: RunRefolder | None) -> list[Problem]:
+def _projection_problems(
+    cur: Any,
+    run_id: str,
+    rows: list[LogRow],
+    values: list[tuple[int, str, str]],
+    refolder: RunRefolder | None,
+) -> list[Problem]:
+    """The rows and values the chain walk read, refolded (no second read of the run)."""
     try:
-        found = run_differences(cur, run_id) if refolder is None else refolder.differences(cur, run_id)
+        with ExitStack() as stack:
+            folder = refolder if refolder is not None else stack.enter_context(RunRefolder())
+            found = folder.differences(cur, run_id, rows, values)
     except Exception as e:  # rows forged to fold into nothing valid: report it, never crash
         found = [f"the run's rows do not fold: {type(e).__name__}: {e}"]
     return [Problem("projection-mismatch", None, f"run {run_id!r}: {line}") for line in found]

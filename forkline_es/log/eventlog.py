@@ -165,6 +165,15 @@ class EventLog:
                 yield LogRow(*row)
             position = rows[-1][0]
 
+    def run_payloads(self, run_id: str, cur: Cursor | None = None) -> list[tuple[int, str, str]]:
+        """(position, slot, value) of every payload value still stored for the run's events."""
+        c = cur if cur is not None else self.conn.cursor()
+        sql = (
+            "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
+            "WHERE l.run_id = ?"
+        )
+        return [(int(p), str(s), str(v)) for p, s, v in c.execute(sql, (run_id,))]
+
     def payloads(self, positions: Sequence[int], cur: Cursor | None = None) -> dict[tuple[int, str], str]:
         """Payload values still stored for the given events, keyed by (position, slot)."""
         c = cur if cur is not None else self.conn.cursor()

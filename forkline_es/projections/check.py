@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import apsw
+from msgspec.structs import astuple
 
 from forkline_es.log.connection import Connection, Cursor, open_connection
 from forkline_es.log.eventlog import EventLog
-from forkline_es.log.rows import LOG_COLUMNS
+from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 from forkline_es.projections.sql import DDL
@@ -145,7 +146,6 @@ def check_projections(conn: Connection, progress: Progress | None = None) -> lis
     return rebuilt_differences(conn, tables, _rebuild, progress)
 
 
-_RUN_LOG: Final = f"SELECT {LOG_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq"
 _LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))
 
 
@@ -193,27 +193,24 @@ class RunRefolder:
         found = (_RunTable.of(self.scratch, name) for name in self.projections.tables)
         self.tables = [t for t in found if t is not None]
 
-    def differences(self, cur: Cursor, run_id: str) -> list[str]:
+    def differences(
+        self, cur: Cursor, run_id: str, rows: Sequence[LogRow], values: Iterable[tuple[int, str, str]]
+    ) -> list[str]:
         """Every difference between one run's live projection rows (read through ``cur``,
-        the caller's snapshot) and a refold of the run's own log rows and payload values.
+        the caller's snapshot) and a refold of ``rows``, the run's log rows in seq order,
+        with ``values``, its stored payload values as (position, slot, value).
 
         The rows are folded one by one as appends fold them (the property tests hold that
         equal to a rebuild), which spares a rebuild's dropping and creating of tables.
         """
-        rows = cur.execute(_RUN_LOG, (run_id,)).fetchall()
-        payloads = cur.execute(
-            "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
-            "WHERE l.run_id = ?",
-            (run_id,),
-        ).fetchall()
         with self.scratch:
             scratch = self.scratch.cursor()
             for name in (*self.projections.tables, "payload", "log"):
                 scratch.execute(f"DELETE FROM {name}")
-            scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", rows)
-            scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", payloads)
+            scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", map(astuple, rows))
+            scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", values)
             self.projections.forget(run_id)
-            for row in list(self.projections.log.read_run(run_id, self.scratch.cursor())):
+            for row in rows:
                 self.projections.apply(scratch, row, row.event())
             out: list[str] = []
             for table in self.tables:
@@ -232,6 +229,8 @@ class RunRefolder:
 
 
 def run_differences(cur: Cursor, run_id: str) -> list[str]:
-    """``RunRefolder.differences`` for one run, with a scratch database of its own."""
+    """``RunRefolder.differences`` for one run read through ``cur``, in a scratch database of its own."""
+    log = EventLog(cur.connection)
+    rows, values = list(log.read_run(run_id, cur)), log.run_payloads(run_id, cur)
     with RunRefolder() as refolder:
-        return refolder.differences(cur, run_id)
+        return refolder.differences(cur, run_id, rows, values)
