@@ -166,22 +166,16 @@ def rows(quick: bool, workdir: Path) -> list[Row]:
     return [
         _row(workload, rates["full"], peers, "full", "both power-loss durable"),
         _row(workload, rates["normal"], peers, "normal vs FULL", "ours crash-durable only, for information"),
-        _row(
-            ceiling,
-            rates["raw full"],
-            peers,
-            "full",
-            "best ratio any recorder committing each event can reach at FULL; "
-            + _share(rates["full"], rates["raw full"]),
-            target=None,
-        ),
-        _row(
-            ceiling,
-            rates["raw normal"],
-            peers,
-            "normal vs FULL",
-            "best ratio any recorder committing each event can reach at NORMAL; "
-            + _share(rates["normal"], rates["raw normal"]),
-            target=None,
+        *(
+            _row(
+                ceiling,
+                rates[f"raw {level}"],
+                peers,
+                sync,
+                f"best ratio any recorder committing each event can reach at {level.upper()}; "
+                + _share(rates[level], rates[f"raw {level}"]),
+                target=None,
+            )
+            for level, sync in (("full", "full"), ("normal", "normal vs FULL"))
         ),
     ]
