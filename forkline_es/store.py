@@ -224,7 +224,6 @@ class Store:
         def project(cur: Cursor, positions: list[int]) -> None:
             for position, (row, event) in zip(positions, pending, strict=True):
                 self.projections.apply(cur, row.stored(position), event)
-            self.projections.persist.mark_position(cur, positions[-1])
 
         try:
             positions, _ = self.log.append([row for row, _ in pending], project)

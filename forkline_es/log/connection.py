@@ -153,14 +153,32 @@ def _judge(path: str, app_id: int, version: int, objects: int) -> None:
 
 
 def _migrate(conn: Connection, path: str, current: int) -> None:
-    """Step user_version from ``current`` to SCHEMA_VERSION, one transaction per step."""
-    for version in range(current, SCHEMA_VERSION):
-        with conn:  # savepoint: migrations are rare, clarity beats speed here
-            if version == 0:
-                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(MIGRATIONS[version])
-            conn.execute(f"PRAGMA user_version = {version + 1}")
-        _log.info("schema_migrated", path=path, to_version=version + 1)
+    """Step user_version from ``current`` to SCHEMA_VERSION, one transaction per step.
+
+    Foreign keys are off and renames keep other objects' references by name while a step
+    runs (both settings take effect only outside a transaction), as SQLite's procedure for
+    rebuilding a table asks; ``foreign_key_check`` must still come back empty before the
+    step commits.
+    """
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    try:
+        for version in range(current, SCHEMA_VERSION):
+            with conn:  # savepoint: migrations are rare, clarity beats speed here
+                if version == 0:
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(MIGRATIONS[version])
+                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise StoreError(
+                        f"{path}: migrating to schema version {version + 1} would break "
+                        f"{len(broken)} foreign key reference(s), e.g. {broken[0]}; nothing was changed"
+                    )
+                conn.execute(f"PRAGMA user_version = {version + 1}")
+            _log.info("schema_migrated", path=path, to_version=version + 1)
+    finally:
+        conn.execute("PRAGMA legacy_alter_table = OFF")
+        conn.execute("PRAGMA foreign_keys = ON")
 
 
 def open_connection(

@@ -18,15 +18,16 @@ import apsw
 from forkline_es.errors import Conflict, ForklineError, StoreError
 from forkline_es.log.connection import Connection, Cursor
 from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
+from forkline_es.log.schema import END_OF_LOG
 
-__all__ = ["EventLog", "translate"]
+__all__ = ["EventLog", "end_of_log", "translate"]
 
 T = TypeVar("T")
 
 _COLUMNS: Final = LOG_COLUMNS
 _INSERT_ROW: Final = (
-    "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO log (position, run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
+    f"VALUES ({END_OF_LOG} + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_PAYLOAD: Final = "INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)"
 _READ_BATCH: Final = 5_000
@@ -44,6 +45,11 @@ def translate(error: apsw.Error, what: str) -> ForklineError:
     if isinstance(error, apsw.ConstraintError):
         return StoreError(f"{what}: {error} (the log refused the write; nothing was written)")
     return StoreError(f"{what}: {error}")
+
+
+def end_of_log(cur: Cursor) -> int:
+    """The highest log position ever given out, evicted rows included (never reused)."""
+    return int(cur.execute(f"SELECT {END_OF_LOG}").fetchall()[0][0])
 
 
 class EventLog:
@@ -194,8 +200,7 @@ class EventLog:
 
     def end_position(self) -> int:
         """The highest position ever given out: above ``max_position`` once the newest run is evicted."""
-        rows = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()
-        return max(int(rows[0][0]) if rows else 0, self.max_position())
+        return end_of_log(self.conn.cursor())
 
     def run_exists(self, run_id: str, cur: Cursor | None = None) -> bool:
         c = cur if cur is not None else self.conn.cursor()

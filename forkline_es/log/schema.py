@@ -3,13 +3,17 @@
 The log and the payload values are the truth; every other table is a projection that
 ``forkline_es.projections`` can drop and refold. ``eviction`` is the store-level
 stream that outlives an evicted run (decisions: run-not-retained).
+
+A migration that rebuilds a table runs with foreign keys off and the legacy rename rules
+on (``connection._migrate``), the way SQLite's "other kinds of table schema changes"
+procedure asks, so that references to the table by name keep pointing at the new one.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = ["APPLICATION_ID", "END_OF_LOG", "MIGRATIONS", "SCHEMA_VERSION"]
 
 #: ``PRAGMA application_id`` of a forkline_es database: "FKes" in ASCII.
 APPLICATION_ID: Final = 0x464B6573
@@ -93,7 +97,75 @@ CREATE TABLE projector (
 );
 """
 
+#: The end of the log: the highest position ever given out. Eviction deletes a run's rows
+#: only after recording its last position, so that end is the larger of the retained
+#: rows' and the evictions' highest positions, even when the newest run was evicted.
+END_OF_LOG: Final = (
+    "(SELECT coalesce(max(top), 0) FROM "
+    "(SELECT max(position) AS top FROM log UNION ALL SELECT max(position) FROM eviction))"
+)
+
+# Version 2 drops AUTOINCREMENT from the log: its counter row in sqlite_sequence was a
+# fourth page written by every append (about 15% of a small event's commit). A new row's
+# position is END_OF_LOG + 1 instead, given by the insert itself, so positions are still
+# never reused. The rows are copied as they are: same positions, bodies and digests.
+_LOG_V2: Final = """
+CREATE TABLE log (
+    position   INTEGER PRIMARY KEY,                 -- global, never reused: END_OF_LOG + 1
+    run_id     TEXT    NOT NULL,
+    seq        INTEGER NOT NULL CHECK (seq >= 1),  -- per run, consecutive from 1
+    entry      INTEGER CHECK (entry >= 1),          -- run record entry seq; NULL if not an entry
+    generation INTEGER NOT NULL CHECK (generation >= 0),
+    kind       TEXT    NOT NULL,
+    at         TEXT    NOT NULL,                    -- canonical UTC timestamp
+    key        TEXT    NOT NULL,                    -- idempotency key of the call
+    body       TEXT    NOT NULL,                    -- canonical JSON of the event Struct
+    digest     TEXT    NOT NULL,                    -- sha256 of this row's header and body
+    prev       TEXT,                                -- digest of the run's previous row
+    UNIQUE (run_id, seq)
+);
+"""
+
+_V2: Final = f"""
+ALTER TABLE log RENAME TO log_v1;
+{_LOG_V2}
+INSERT INTO log (position, run_id, seq, entry, generation, kind, at, key, body, digest, prev)
+SELECT position, run_id, seq, entry, generation, kind, at, key, body, digest, prev FROM log_v1
+ORDER BY position;
+DROP TABLE log_v1;
+
+CREATE TRIGGER log_is_append_only BEFORE UPDATE ON log
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: log rows are never updated');
+END;
+
+CREATE TRIGGER log_deletes_only_evicted BEFORE DELETE ON log
+WHEN NOT EXISTS (SELECT 1 FROM eviction WHERE run_id = OLD.run_id)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: log rows are deleted only after their run''s eviction is recorded');
+END;
+
+CREATE INDEX log_concluded ON log (position, run_id) WHERE kind = 'run-concluded';
+
+-- END_OF_LOG reads the highest evicted position with one seek.
+CREATE INDEX eviction_position ON eviction (position);
+
+-- A projector's position is NULL while it is live: every append folds it in its own
+-- transaction, so it is at the end of the log without a write of its own (the per-append
+-- UPDATE was another page in every commit). A number N says only the rows through N are
+-- folded; the next open folds the rest and sets it back to NULL.
+CREATE TABLE projector_v2 (
+    name     TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL,
+    position INTEGER                                -- NULL: live; N: folded through N only
+);
+INSERT INTO projector_v2 (name, version, position)
+SELECT name, version, CASE WHEN position >= {END_OF_LOG} THEN NULL ELSE position END FROM projector;
+DROP TABLE projector;
+ALTER TABLE projector_v2 RENAME TO projector;
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1,)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -129,31 +129,36 @@ class Projections:
     # -- keeping up ----------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """At open: rebuild when a projector's version changed, catch up when behind.
+        """At open: rebuild when a projector's version changed, catch up when one lags.
 
-        Both decisions are re-taken inside the write transaction: another process may
-        be appending (and folding) between our first look and our lock.
+        A projector lags only when its position is a number: rows after it were appended
+        without folding (appends made through a store fold in their own transaction and
+        leave it NULL). Both decisions are re-taken inside the write transaction: another
+        process may be appending (and folding) between our first look and our lock.
         """
-        if not self._outdated() and not self._behind():
+        if not self._outdated() and self._lagging() is None:
             return
         with self.log.transaction("catch up projections") as cur:
             if self._outdated():
                 _log.info("projections_outdated", wanted=self.versions)
                 self._refold(cur)
                 return
-            for row in self.log.read_from(self._folded()):
+            folded = self._lagging()
+            if folded is None:
+                return
+            for row in self.log.read_from(folded):
                 self.apply(cur, row, row.event())
-            self.persist.mark_position(cur, self.log.max_position())
+            self.persist.mark_live(cur)
+            _log.info("projections_caught_up", after=folded)
 
     def _outdated(self) -> bool:
         stored = dict(self.log.conn.execute("SELECT name, version FROM projector").fetchall())
         return stored != self.versions
 
-    def _folded(self) -> int:
-        return min((p for (p,) in self.log.conn.execute("SELECT position FROM projector")), default=0)
-
-    def _behind(self) -> bool:
-        return self._folded() < self.log.max_position()
+    def _lagging(self) -> int | None:
+        """The lowest position a lagging projector has folded through; None when all are live."""
+        value = self.log.conn.execute("SELECT min(position) FROM projector").fetchall()[0][0]
+        return None if value is None else int(value)
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor."""
@@ -257,7 +262,7 @@ class Projections:
             cur.execute(p.ddl)
         cur.execute("DELETE FROM projector")
         for name, version in self.versions.items():
-            cur.execute("INSERT INTO projector (name, version, position) VALUES (?, ?, 0)", (name, version))
+            cur.execute("INSERT INTO projector (name, version) VALUES (?, ?)", (name, version))  # live
         self._pending = behind = _WriteBehind()
         try:
             for row in self.log.read_from(0, _READ_BATCH):
@@ -269,7 +274,6 @@ class Projections:
         finally:
             self._pending = None
             self._cache.clear()
-        self.persist.mark_position(cur, total)
         if progress is not None:
             progress(total, total)
         return folded

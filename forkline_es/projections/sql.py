@@ -209,5 +209,6 @@ class Persister:
             [(position, slot, run_id, by) for position, slot in removed],
         )
 
-    def mark_position(self, cur: Cursor, position: int) -> None:
-        cur.execute("UPDATE projector SET position = ? WHERE position < ?", (position, position))
+    def mark_live(self, cur: Cursor) -> None:
+        """Every projector has folded through the end of the log; appends keep it there."""
+        cur.execute("UPDATE projector SET position = NULL WHERE position IS NOT NULL")

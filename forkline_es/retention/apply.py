@@ -191,7 +191,6 @@ def remove_payloads(
 
     def then(cur: Cursor, positions: list[int]) -> None:
         store.projections.apply(cur, row.stored(positions[0]), event)
-        store.projections.persist.mark_position(cur, positions[0])
         for position, slot in removed:
             cur.execute("DELETE FROM payload WHERE position = ? AND slot = ?", (position, slot))
             if store.conn.changes() != 1:  # another process removed it first: start again

@@ -18,6 +18,7 @@ import msgspec
 from forkline_es._logging import get_logger
 from forkline_es.errors import InvalidRequest
 from forkline_es.log.connection import Cursor
+from forkline_es.log.eventlog import end_of_log
 from forkline_es.values import utc_now
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def register_consumer(store: Store, name: str, since: Literal["start", "now"] = 
             return existing
         position = 0
         if since == "now":
-            position = _end_of_log(cur)
+            position = end_of_log(cur)
         consumer = Consumer(name, position, utc_now())
         cur.execute(
             "INSERT INTO consumer (name, position, registered_at) VALUES (?, ?, ?)",
@@ -156,7 +157,7 @@ def acknowledge(store: Store, consumer: str, position: int) -> Consumer:
         raise InvalidRequest(f"position is a nonnegative log position, not {position!r}")
     with store.log.transaction("acknowledge") as cur:
         current = _known(cur, consumer)
-        top = _end_of_log(cur)
+        top = end_of_log(cur)
         if position > top:
             raise InvalidRequest(
                 f"position {position} is beyond the end of the log ({top}); "
@@ -167,12 +168,6 @@ def acknowledge(store: Store, consumer: str, position: int) -> Consumer:
         cur.execute("UPDATE consumer SET position = ? WHERE name = ?", (position, consumer))
     _log.info("acknowledged", consumer=consumer, position=position)
     return Consumer(consumer, position, current.registered_at)
-
-
-def _end_of_log(cur: Cursor) -> int:
-    """The highest position ever given out (evicted rows included: positions are never reused)."""
-    rows = cur.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()
-    return int(rows[0][0]) if rows else 0
 
 
 def acknowledged_through(cur: Cursor) -> int | None:

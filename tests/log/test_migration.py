@@ -1,0 +1,155 @@
+"""Schema version 1 -> 2: the log loses AUTOINCREMENT and live projectors lose their per-append
+position write; every fact, position and digest survives, and positions are still never reused.
+
+A version-1 file is made the way version-1 code left it: the version-1 DDL, then the rows
+(and projection tables) of a store recorded by today's code, with the projector positions
+at the end of the log as version 1 kept them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import forkline_es as fe
+from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+_CORE = ("log", "payload", "eviction", "consumer", "projector")
+
+
+def _record(store: fe.Store) -> list[str]:
+    """Three runs (one with a removed payload, one evicted: the newest); the retained ids."""
+    kept = []
+    for i in range(3):
+        run = store.start_run("wf", run_id=f"run-{i}", inputs={"i": i})
+        run.begin_step("a", arguments={"n": i})
+        run.end_step("a", "succeeded", result={"ok": i})
+        run.conclude("succeeded", outputs={"i": i})
+        kept.append(run.id)
+    store.remove_payloads("run-1", ["arguments"], reason="test")
+    store.evict_run("run-2", reason="newest run evicted", force=True)
+    return kept[:2]
+
+
+def _rows(conn: Any, table: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")]
+
+
+def _version_1_copy(source: Path, target: Path, lag: int | None = None) -> None:
+    """``target``: ``source``'s rows under the version-1 schema, projector positions as v1 kept
+    them (the end of the log), or ``lag`` when given."""
+    conn = apsw.Connection(str(target))
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    with conn:
+        conn.execute(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+    conn.execute("ATTACH ? AS src", (str(source),))
+    with conn:
+        have = {n for (n,) in conn.execute("SELECT name FROM main.sqlite_schema")}
+        for name, sql in conn.execute(
+            "SELECT name, sql FROM src.sqlite_schema WHERE sql IS NOT NULL ORDER BY type = 'table' DESC"
+        ).fetchall():
+            if name not in have and not name.startswith(("sqlite_", "eviction_position")):
+                conn.execute(sql)
+        for table in ("log", "payload", "eviction", "consumer"):
+            conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
+        end = conn.execute("SELECT max(position) FROM src.eviction").fetchall()[0][0]
+        conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'log'", (end,))
+        top = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()[0][0]
+        conn.execute(
+            "INSERT INTO main.projector SELECT name, version, ? FROM src.projector",
+            (top if lag is None else lag,),
+        )
+        for (table,) in conn.execute("SELECT name FROM src.sqlite_schema WHERE type = 'table'").fetchall():
+            if table not in _CORE and not table.startswith("sqlite_"):
+                conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
+    conn.execute("DETACH src")
+    conn.close()
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> tuple[Path, list[str], dict[str, Any]]:
+    source = tmp_path / "source.db"
+    with fe.Store.open(source) as store:
+        kept = _record(store)
+        documents = {run_id: store.get_run_record(run_id) for run_id in kept}
+    return source, kept, documents
+
+
+def test_a_version_1_file_keeps_every_row_position_and_document(
+    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
+) -> None:
+    source, kept, documents = recorded
+    old = tmp_path / "v1.db"
+    _version_1_copy(source, old)
+    v1 = apsw.Connection(str(old))
+    before = {t: _rows(v1, t) for t in ("log", "payload", "eviction")}
+    top = v1.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()[0][0]
+    v1.close()
+
+    with fe.Store.open(old) as store:
+        conn = store.conn
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 2
+        assert {t: _rows(conn, t) for t in ("log", "payload", "eviction")} == before
+        log_sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'log'").fetchall()[0][0]
+        assert "AUTOINCREMENT" not in log_sql
+        assert conn.execute("SELECT * FROM sqlite_sequence").fetchall() == []
+        assert {n for (n,) in conn.execute("SELECT name FROM sqlite_schema")} >= {
+            "log_is_append_only",
+            "log_deletes_only_evicted",
+            "log_concluded",
+            "eviction_position",
+        }
+        assert conn.execute("SELECT DISTINCT position FROM projector").fetchall() == [(None,)]
+        assert {run_id: store.get_run_record(run_id) for run_id in kept} == documents
+        assert store.check_projections() == []
+        assert all(report.ok for report in store.verify_all())
+        # The evicted run held the top positions; the next event still goes above them.
+        run = store.start_run("wf", run_id="after")
+        assert conn.execute("SELECT min(position) FROM log WHERE run_id = 'after'").fetchall() == [(top + 1,)]
+        with pytest.raises(apsw.ConstraintError, match="never updated"):
+            conn.execute("UPDATE log SET kind = 'x' WHERE run_id = ?", (run.id,))
+
+
+def test_a_lagging_version_1_projector_is_caught_up_after_the_migration(
+    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
+) -> None:
+    source, kept, documents = recorded
+    old = tmp_path / "v1.db"
+    src = apsw.Connection(str(source))
+    # As if run-1's rows (and all after them) were appended by a writer that did not fold them.
+    folded = src.execute("SELECT min(position) - 1 FROM log WHERE run_id = 'run-1'").fetchall()[0][0]
+    src.close()
+    _version_1_copy(source, old, lag=folded)
+    v1 = apsw.Connection(str(old))
+    v1.execute("DELETE FROM run_summary WHERE run_id = 'run-1'")
+    v1.execute("DELETE FROM step_view WHERE run_id = 'run-1'")
+    v1.execute("DELETE FROM entry WHERE position IN (SELECT position FROM log WHERE run_id = 'run-1')")
+    v1.close()
+    with fe.Store.open(old) as store:
+        assert store.conn.execute("SELECT DISTINCT position FROM projector").fetchall() == [(None,)]
+        assert {run_id: store.get_run_record(run_id) for run_id in kept} == documents
+        assert store.check_projections() == []
+
+
+def test_a_migration_that_would_break_a_reference_changes_nothing(
+    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
+) -> None:
+    source, _, _ = recorded
+    old = tmp_path / "v1.db"
+    _version_1_copy(source, old)
+    v1 = apsw.Connection(str(old))
+    v1.execute("INSERT INTO payload (position, slot, value) VALUES (999999, 'orphan', '1')")
+    schema = v1.execute("SELECT sql FROM sqlite_schema ORDER BY name").fetchall()
+    log = _rows(v1, "log")
+    v1.close()
+    with pytest.raises(fe.StoreError, match="foreign key"):
+        fe.Store.open(old)
+    v1 = apsw.Connection(str(old))
+    assert v1.execute("PRAGMA user_version").fetchall()[0][0] == 1
+    assert v1.execute("SELECT sql FROM sqlite_schema ORDER BY name").fetchall() == schema
+    assert _rows(v1, "log") == log
+    v1.close()
