@@ -3,8 +3,9 @@
 Every side writes a fresh file in the same directory (same disk) with the same
 durability: WAL and ``synchronous=NORMAL`` (the store's default), plus one pair at
 ``synchronous=FULL`` in the full run. The raw side inserts the same column values into
-a table with the log's columns and constraints (AUTOINCREMENT position, UNIQUE
-(run_id, seq)), through one reused cursor, with ``BEGIN IMMEDIATE ... COMMIT`` written
+a table with the log's columns and constraints (INTEGER PRIMARY KEY position, UNIQUE
+(run_id, seq); SQLite picks the position, where the log computes its end of log from
+the log and the eviction records), through one reused cursor, with ``BEGIN IMMEDIATE ... COMMIT`` written
 out: the fastest plain apsw code we know, so the ratio is the price of the log layer.
 
 Rows are built before the clock starts on both sides (body, digest and chain link are
@@ -38,7 +39,7 @@ __all__ = ["main", "run"]
 
 _RAW_DDL: Final = """
 CREATE TABLE log (
-    position   INTEGER PRIMARY KEY AUTOINCREMENT,
+    position   INTEGER PRIMARY KEY,
     run_id     TEXT    NOT NULL,
     seq        INTEGER NOT NULL CHECK (seq >= 1),
     entry      INTEGER CHECK (entry >= 1),

@@ -75,7 +75,7 @@ _RAW: Final = textwrap.dedent(
 
 _RAW_DDL: Final = """
 CREATE TABLE log (
-    position INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
     entry INTEGER, generation INTEGER NOT NULL, kind TEXT NOT NULL, at TEXT NOT NULL,
     key TEXT NOT NULL, body TEXT NOT NULL, digest TEXT NOT NULL, prev TEXT, UNIQUE (run_id, seq)
 );
