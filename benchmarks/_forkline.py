@@ -46,7 +46,7 @@ import apsw
 
 import forkline_es as fe
 from benchmarks._harness import Row, Timer, Trial, commit_each, single, spread
-from forkline_es.log.connection import Durability
+from forkline_es.log.connection import Durability, checkpoint_frames
 
 __all__ = ["rows"]
 
@@ -96,7 +96,7 @@ def raw(workdir: Path, n: int, durability: Durability) -> Trial:
     """The ceiling: one plain INSERT per transaction, values built before the clock."""
     conn = apsw.Connection(str(workdir / f"raw-{next(_files)}.db"))
     conn.execute("PRAGMA journal_mode = WAL").fetchall()  # fetch: apsw runs statements lazily
-    conn.execute("PRAGMA wal_autocheckpoint = 4000")  # as the store's connections
+    conn.execute(f"PRAGMA wal_autocheckpoint = {checkpoint_frames(durability)}")  # as the store's
     conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
     conn.execute("PRAGMA cache_size = -16000")
     conn.execute(_RAW_DDL)

@@ -30,7 +30,7 @@ import apsw
 import forkline_es as fe
 from benchmarks import _forkline
 from benchmarks._harness import Row, Timer, Trial, commit_each, paired
-from forkline_es.log.connection import Durability, open_connection
+from forkline_es.log.connection import Durability, checkpoint_frames, open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import ActionInvoked, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
@@ -93,6 +93,7 @@ def _raw_connection(path: Path, durability: Durability) -> Any:
     conn = apsw.Connection(str(path))
     conn.execute("PRAGMA journal_mode = WAL").fetchall()  # fetch: apsw runs statements lazily
     conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {checkpoint_frames(durability)}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA cache_size = -16000")
     conn.execute("PRAGMA temp_store = MEMORY")

@@ -20,7 +20,7 @@ from forkline_es._logging import get_logger
 from forkline_es.errors import StoreError
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["BUSY_TIMEOUT_MS", "Connection", "Cursor", "Durability", "open_connection"]
+__all__ = ["BUSY_TIMEOUT_MS", "Connection", "Cursor", "Durability", "checkpoint_frames", "open_connection"]
 
 #: apsw handles as seen by the rest of the package. apsw's stubs type every column as a
 #: union of SQLite values; the schema, not the driver, says what a column holds.
@@ -70,13 +70,21 @@ def _foreign_keys(conn: Connection, durability: Durability) -> None:
     conn.execute("PRAGMA foreign_keys = ON")
 
 
+def checkpoint_frames(durability: Durability) -> int:
+    """The WAL auto-checkpoint interval, in frames, at ``durability``."""
+    # At normal, an executor's event touches several pages (log, payload and projection
+    # rows), most of them the same few hot pages again; checkpointing every 4,000 frames
+    # (~16 MB of WAL) instead of SQLite's 1,000 writes each hot page back a quarter as
+    # often (docs/benchmarks.md). At full, every commit's fsync pays for the WAL file
+    # growing until its first checkpoint (the new size must reach the disk too); a WAL
+    # reset after 1,000 frames is overwritten in place sooner: 1.5x the single appends of
+    # a fresh 2,000-event file, 1.05-1.1x over 10,000 events, measured paired.
+    return 1000 if durability == "full" else 4000
+
+
 def _wal(conn: Connection, durability: Durability) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
-    # An executor's event touches ~9 pages (log, payload and projection rows), most of them
-    # the same few hot pages again; checkpointing every 4,000 frames (~16 MB of WAL) instead
-    # of SQLite's 1,000 writes each hot page back a quarter as often: about 20% more events/s
-    # on the executor path, measured paired (docs/benchmarks.md).
-    conn.execute("PRAGMA wal_autocheckpoint = 4000")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {checkpoint_frames(durability)}")
 
 
 def _synchronous(conn: Connection, durability: Durability) -> None:

@@ -190,7 +190,7 @@ def test_a_store_with_a_crashed_writers_wal_opens_with_its_events(db_path: Path)
 
 @pytest.mark.parametrize("durability", ["normal", "full"])
 def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durability: Durability) -> None:
-    """WAL, the durability's synchronous level, foreign keys, and the larger checkpoint interval."""
+    """WAL, the durability's synchronous level, foreign keys, and its checkpoint interval."""
     with fe.Store.open(db_path, durability=durability) as store:
         pragma = {
             name: store.conn.execute(f"PRAGMA {name}").fetchall()[0][0]
@@ -200,5 +200,5 @@ def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durabilit
         "journal_mode": "wal",
         "synchronous": 2 if durability == "full" else 1,
         "foreign_keys": 1,
-        "wal_autocheckpoint": 4000,
+        "wal_autocheckpoint": 1000 if durability == "full" else 4000,
     }
