@@ -37,7 +37,7 @@ from forkline_es.projections.model import RunSummary, StepView
 from forkline_es.projections.render import entry_fragment, step_fragment
 from forkline_es.projections.sql import DDL, TABLES, EntryRow, Persister
 from forkline_es.projections.steps import ENTRY_STEP_EVENTS, STEP_EVENTS, fold_step, refold
-from forkline_es.projections.summaries import fold_summary
+from forkline_es.projections.summaries import SUMMARY_EVENTS, fold_summary
 
 __all__ = ["CORE_VERSION", "Projections", "Projector"]
 
@@ -169,12 +169,12 @@ class Projections:
         cache.seq = row.seq
 
         step: str | None = None  # the step fragment of a step entry
-        if not isinstance(event, STEP_EVENTS):  # a step event leaves the summary as it is
+        if isinstance(event, SUMMARY_EVENTS):  # no other event changes the summary
             summary = fold_summary(cache.summary, row, event)
             if summary is not cache.summary and summary is not None:
                 self.persist.save_summary(cur, summary)
                 cache.summary = summary
-        else:
+        elif isinstance(event, STEP_EVENTS):
             path = event.path
             if path in cache.steps:
                 before = cache.steps[path]

@@ -16,7 +16,10 @@ from forkline_es.log.events import (
 from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, SlotRef
 
-__all__ = ["fold_summary"]
+__all__ = ["SUMMARY_EVENTS", "fold_summary"]
+
+#: The events that change a summary; ``fold_summary`` returns any other unchanged.
+SUMMARY_EVENTS = (RunStarted, RunSuspended, RunHeld, RunResumed, Recovered, RunConcluded)
 
 
 def fold_summary(summary: RunSummary | None, row: LogRow, event: EventBody) -> RunSummary | None:

@@ -49,6 +49,21 @@ __all__ = [
     "check_word",
 ]
 
+#: The events ``RunState.apply`` folds beyond seq, digest, key and entry facts.
+_STATE_EVENTS = (
+    RunStarted,
+    StepBegun,
+    ActionInvoked,
+    ActionResult,
+    StepEnded,
+    ChildStarted,
+    RunSuspended,
+    RunHeld,
+    RunResumed,
+    Recovered,
+    RunConcluded,
+)
+
 
 def check_path(path: object) -> str:
     problem = path_problem(path)
@@ -152,6 +167,8 @@ class RunState:
             self.facts.append(EntryFact(entry, _kind(event), generation, path, attempt))
             if path is not None:
                 self.path_entries.setdefault(path, []).append(entry)
+        if not isinstance(event, _STATE_EVENTS):  # artifacts, observations, Forkline events
+            return
         match event:
             case RunStarted():
                 self.workflow = event.workflow

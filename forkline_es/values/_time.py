@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -88,8 +89,26 @@ def parse_canonical_timestamp(s: str) -> datetime:
 
 
 def utc_now() -> str:
-    """The current instant in canonical form."""
-    return utc_text(datetime.now(_UTC))
+    """The current instant in canonical form (every recorded event asks for one)."""
+    return utc_text_of_ns(time.time_ns())
+
+
+_second: list[tuple[int, str]] = [(0, "1970-01-01T00:00:00")]  # the last second formatted
+
+
+def utc_text_of_ns(ns: int) -> str:
+    """``utc_text`` of the instant ``ns`` nanoseconds after the epoch, microseconds floored as
+    ``datetime.now`` floors them; the seconds' text is formatted once per second."""
+    seconds, micro = divmod(ns // 1000, 1_000_000)
+    cached = _second[0]
+    if cached[0] == seconds:
+        text = cached[1]
+    else:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _second[0] = (seconds, text)
+    if micro:
+        return f"{text}.{micro:06d}".rstrip("0") + "Z"
+    return text + "Z"
 
 
 @functools.lru_cache(maxsize=1024)

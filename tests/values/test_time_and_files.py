@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forkline_es.errors import InvalidValue
 from forkline_es.values import (
@@ -22,6 +23,7 @@ from forkline_es.values import (
     sha256_digest,
     utc_now,
 )
+from forkline_es.values._time import utc_text, utc_text_of_ns
 
 from .strategies import aware_datetimes, canonical_text
 
@@ -64,6 +66,23 @@ def test_utc_now_is_canonical() -> None:
     now = utc_now()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,5}[1-9])?Z", now)
     assert abs(parse_canonical_timestamp(now) - datetime.now(UTC)) < timedelta(seconds=5)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_LAST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+_LAST_NS = (_LAST - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+@given(st.lists(st.integers(min_value=0, max_value=_LAST_NS + 999), min_size=1, max_size=5))
+def test_the_fast_clock_text_is_utc_text_of_the_floored_microsecond(instants: list[int]) -> None:
+    """utc_now formats from time_ns with a per-second cache: any sequence of instants (the
+    same second again, another second, back again) gives exactly utc_text's text."""
+    for ns in instants + instants[:1]:
+        expected = utc_text(_EPOCH + timedelta(microseconds=ns // 1000))
+        assert utc_text_of_ns(ns) == expected
+        assert utc_text_of_ns(ns - ns % 1_000_000_000 + 7_000) == utc_text(
+            _EPOCH + timedelta(microseconds=(ns - ns % 1_000_000_000) // 1000 + 7)
+        )
 
 
 @pytest.mark.parametrize(
