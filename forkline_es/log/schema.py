@@ -98,11 +98,12 @@ CREATE TABLE projector (
 """
 
 #: The end of the log: the highest position ever given out. Eviction deletes a run's rows
-#: only after recording its last position, so that end is the larger of the retained
-#: rows' and the evictions' highest positions, even when the newest run was evicted.
+#: only after recording its last position, and purging eviction records first writes the
+#: end into ``log_end``; so the end is the largest of the retained rows', the evictions'
+#: and ``log_end``'s positions, even when the newest run was evicted and forgotten.
 END_OF_LOG: Final = (
-    "(SELECT coalesce(max(top), 0) FROM "
-    "(SELECT max(position) AS top FROM log UNION ALL SELECT max(position) FROM eviction))"
+    "(SELECT coalesce(max(top), 0) FROM (SELECT max(position) AS top FROM log "
+    "UNION ALL SELECT max(position) FROM eviction UNION ALL SELECT position FROM log_end))"
 )
 
 # Version 2 drops AUTOINCREMENT from the log: its counter row in sqlite_sequence was a
@@ -127,6 +128,14 @@ CREATE TABLE log (
 """
 
 _V2: Final = f"""
+-- Where END_OF_LOG keeps the end once the evidence of it is gone (a purged eviction record);
+-- version 1 kept it in sqlite_sequence, which goes with the old table.
+CREATE TABLE log_end (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    position INTEGER NOT NULL
+);
+INSERT INTO log_end (id, position) SELECT 1, seq FROM sqlite_sequence WHERE name = 'log';
+
 ALTER TABLE log RENAME TO log_v1;
 {_LOG_V2}
 INSERT INTO log (position, run_id, seq, entry, generation, kind, at, key, body, digest, prev)

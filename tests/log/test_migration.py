@@ -17,7 +17,7 @@ import pytest
 import forkline_es as fe
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-_CORE = ("log", "payload", "eviction", "consumer", "projector")
+_CORE = ("log", "payload", "eviction", "consumer", "projector", "log_end")
 
 
 def _record(store: fe.Store) -> list[str]:
@@ -29,7 +29,8 @@ def _record(store: fe.Store) -> list[str]:
         run.end_step("a", "succeeded", result={"ok": i})
         run.conclude("succeeded", outputs={"i": i})
         kept.append(run.id)
-    store.remove_payloads("run-1", ["arguments"], reason="test")
+        if i == 1:
+            store.remove_payloads("run-1", ["arguments"], reason="test")
     store.evict_run("run-2", reason="newest run evicted", force=True)
     return kept[:2]
 
@@ -52,7 +53,7 @@ def _version_1_copy(source: Path, target: Path, lag: int | None = None) -> None:
         for name, sql in conn.execute(
             "SELECT name, sql FROM src.sqlite_schema WHERE sql IS NOT NULL ORDER BY type = 'table' DESC"
         ).fetchall():
-            if name not in have and not name.startswith(("sqlite_", "eviction_position")):
+            if name not in have and not name.startswith(("sqlite_", "eviction_position", "log_end")):
                 conn.execute(sql)
         for table in ("log", "payload", "eviction", "consumer"):
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
@@ -153,3 +154,24 @@ def test_a_migration_that_would_break_a_reference_changes_nothing(
     assert v1.execute("SELECT sql FROM sqlite_schema ORDER BY name").fetchall() == schema
     assert _rows(v1, "log") == log
     v1.close()
+
+
+def test_the_end_version_1_kept_in_sqlite_sequence_survives_a_purged_tombstone(
+    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
+) -> None:
+    """Version 1 evicted the newest run and then purged its tombstone: only sqlite_sequence
+    still knew the end of the log. The migration carries it into log_end."""
+    source, _, _ = recorded
+    old = tmp_path / "v1.db"
+    _version_1_copy(source, old)
+    v1 = apsw.Connection(str(old))
+    v1.execute("DELETE FROM eviction")
+    top = v1.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()[0][0]
+    assert top > v1.execute("SELECT max(position) FROM log").fetchall()[0][0]
+    v1.close()
+    with fe.Store.open(old) as store:
+        assert store.conn.execute("SELECT id, position FROM log_end").fetchall() == [(1, top)]
+        assert store.log.end_position() == top
+        store.start_run("wf", run_id="after")
+        after = store.conn.execute("SELECT min(position) FROM log WHERE run_id = 'after'").fetchall()
+        assert after == [(top + 1,)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,21 @@ def test_positions_are_never_reused_after_eviction(store: fe.Store) -> None:
     second = store.start_run("wf")
     (position,) = store.conn.execute("SELECT position FROM log WHERE run_id = ?", (second.id,)).fetchall()[0]
     assert position == top + 1
+
+
+def test_positions_are_never_reused_after_the_newest_runs_tombstone_is_purged(store: fe.Store) -> None:
+    """Purging eviction records must not lower the end of the log: consumers of the
+    completion feed have acknowledged positions up to it."""
+    gone = store.start_run("wf", run_id="gone", inputs={"a": 1})
+    gone.conclude("succeeded")
+    top = store.log.max_position()
+    consumer = store.register_consumer("mirror")
+    store.acknowledge(consumer.name, top)
+    store.evict_run("gone", reason="newest run evicted")
+    assert store.purge_tombstones("0s", now=datetime.now(UTC) + timedelta(days=1)) == 1
+    assert store.log.end_position() == top
+    later = store.start_run("wf", run_id="later")
+    later.conclude("succeeded")
+    first = store.conn.execute("SELECT min(position) FROM log WHERE run_id = 'later'").fetchall()
+    assert first == [(top + 1,)]
+    assert [c.run_id for c in store.completions("mirror")] == ["later"]

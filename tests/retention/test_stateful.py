@@ -36,7 +36,7 @@ class RetentionMachine(HistoryMachine):
         super().__init__()
         self.evicted: set[str] = set()
         self.purged: set[str] = set()
-        self.positions: set[int] = set()
+        self.positions: dict[int, tuple[str, int]] = {}  # every position seen -> its (run, seq)
         self.top = 0
         self.acked: int | None = None  # checkpoint of the one consumer, when registered
 
@@ -175,9 +175,16 @@ class RetentionMachine(HistoryMachine):
 
     @invariant()
     def positions_are_never_reused(self) -> None:
-        now = {p for (p,) in self.store.conn.execute("SELECT position FROM log")}
-        assert all(p > self.top for p in now - self.positions)
-        self.positions |= now
+        """A position names one row for good: a row seen before keeps its position, and a new
+        row lies above every position seen so far (evicted, purged or not)."""
+        top = self.top
+        for position, run_id, seq in self.store.conn.execute("SELECT position, run_id, seq FROM log"):
+            seen = self.positions.get(position)
+            if seen is None:
+                assert position > top, (position, top)
+                self.positions[position] = (run_id, seq)
+            else:
+                assert seen == (run_id, seq), (position, seen, (run_id, seq))
         self.top = max(self.positions, default=0)
 
     @invariant()
