@@ -80,12 +80,23 @@ def recorded(tmp_path: Path) -> tuple[Path, list[str], dict[str, Any]]:
     return source, kept, documents
 
 
-def test_a_version_1_file_keeps_every_row_position_and_document(
-    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
-) -> None:
-    source, kept, documents = recorded
+@pytest.fixture
+def version_1(tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]) -> Path:
+    """The recorded store as version-1 code left it."""
     old = tmp_path / "v1.db"
-    _version_1_copy(source, old)
+    _version_1_copy(recorded[0], old)
+    return old
+
+
+def _first_position(conn: Any, run_id: str) -> int:
+    return int(conn.execute("SELECT min(position) FROM log WHERE run_id = ?", (run_id,)).fetchall()[0][0])
+
+
+def test_a_version_1_file_keeps_every_row_position_and_document(
+    version_1: Path, recorded: tuple[Path, list[str], dict[str, Any]]
+) -> None:
+    _, kept, documents = recorded
+    old = version_1
     v1 = apsw.Connection(str(old))
     before = {t: _rows(v1, t) for t in ("log", "payload", "eviction")}
     top = v1.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()[0][0]
@@ -110,7 +121,7 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
         assert all(report.ok for report in store.verify_all())
         # The evicted run held the top positions; the next event still goes above them.
         run = store.start_run("wf", run_id="after")
-        assert conn.execute("SELECT min(position) FROM log WHERE run_id = 'after'").fetchall() == [(top + 1,)]
+        assert _first_position(conn, "after") == top + 1
         with pytest.raises(apsw.ConstraintError, match="never updated"):
             conn.execute("UPDATE log SET kind = 'x' WHERE run_id = ?", (run.id,))
 
@@ -136,12 +147,8 @@ def test_a_lagging_version_1_projector_is_caught_up_after_the_migration(
         assert store.check_projections() == []
 
 
-def test_a_migration_that_would_break_a_reference_changes_nothing(
-    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
-) -> None:
-    source, _, _ = recorded
-    old = tmp_path / "v1.db"
-    _version_1_copy(source, old)
+def test_a_migration_that_would_break_a_reference_changes_nothing(version_1: Path) -> None:
+    old = version_1
     v1 = apsw.Connection(str(old))
     v1.execute("INSERT INTO payload (position, slot, value) VALUES (999999, 'orphan', '1')")
     schema = v1.execute("SELECT sql FROM sqlite_schema ORDER BY name").fetchall()
@@ -156,14 +163,10 @@ def test_a_migration_that_would_break_a_reference_changes_nothing(
     v1.close()
 
 
-def test_the_end_version_1_kept_in_sqlite_sequence_survives_a_purged_tombstone(
-    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
-) -> None:
+def test_the_end_version_1_kept_in_sqlite_sequence_survives_a_purged_tombstone(version_1: Path) -> None:
     """Version 1 evicted the newest run and then purged its tombstone: only sqlite_sequence
     still knew the end of the log. The migration carries it into log_end."""
-    source, _, _ = recorded
-    old = tmp_path / "v1.db"
-    _version_1_copy(source, old)
+    old = version_1
     v1 = apsw.Connection(str(old))
     v1.execute("DELETE FROM eviction")
     top = v1.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()[0][0]
@@ -173,5 +176,4 @@ def test_the_end_version_1_kept_in_sqlite_sequence_survives_a_purged_tombstone(
         assert store.conn.execute("SELECT id, position FROM log_end").fetchall() == [(1, top)]
         assert store.log.end_position() == top
         store.start_run("wf", run_id="after")
-        after = store.conn.execute("SELECT min(position) FROM log WHERE run_id = 'after'").fetchall()
-        assert after == [(top + 1,)]
+        assert _first_position(store.conn, "after") == top + 1
