@@ -20,7 +20,7 @@ from forkline_es.log.connection import Connection, Cursor
 from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
 from forkline_es.log.schema import END_OF_LOG
 
-__all__ = ["EventLog", "end_of_log", "keep_end_of_log", "translate"]
+__all__ = ["EventLog", "end_of_log", "translate"]
 
 T = TypeVar("T")
 
@@ -50,15 +50,6 @@ def translate(error: apsw.Error, what: str) -> ForklineError:
 def end_of_log(cur: Cursor) -> int:
     """The highest log position ever given out, evicted rows included (never reused)."""
     return int(cur.execute(f"SELECT {END_OF_LOG}").fetchall()[0][0])
-
-
-def keep_end_of_log(cur: Cursor) -> None:
-    """Write the end of the log down before deleting evidence of it (eviction records),
-    so that positions stay never reused; call it inside the deleting transaction."""
-    cur.execute(
-        f"INSERT INTO log_end (id, position) VALUES (1, {END_OF_LOG}) "
-        "ON CONFLICT (id) DO UPDATE SET position = excluded.position"
-    )
 
 
 class EventLog:

@@ -98,9 +98,10 @@ CREATE TABLE projector (
 """
 
 #: The end of the log: the highest position ever given out. Eviction deletes a run's rows
-#: only after recording its last position, and purging eviction records first writes the
-#: end into ``log_end``; so the end is the largest of the retained rows', the evictions'
-#: and ``log_end``'s positions, even when the newest run was evicted and forgotten.
+#: only after recording its last position, and deleting an eviction record keeps its
+#: position in ``log_end`` (a trigger); so the end is the largest of the retained rows',
+#: the evictions' and ``log_end``'s positions, even when the newest run was evicted and
+#: forgotten.
 END_OF_LOG: Final = (
     "(SELECT coalesce(max(top), 0) FROM (SELECT max(position) AS top FROM log "
     "UNION ALL SELECT max(position) FROM eviction UNION ALL SELECT position FROM log_end))"
@@ -129,12 +130,19 @@ CREATE TABLE log (
 
 _V2: Final = f"""
 -- Where END_OF_LOG keeps the end once the evidence of it is gone (a purged eviction record);
--- version 1 kept it in sqlite_sequence, which goes with the old table.
+-- version 1 kept it in sqlite_sequence, which goes with the old table. The trigger holds
+-- for any client, sqlite3 runs.db included.
 CREATE TABLE log_end (
     id       INTEGER PRIMARY KEY CHECK (id = 1),
     position INTEGER NOT NULL
 );
 INSERT INTO log_end (id, position) SELECT 1, seq FROM sqlite_sequence WHERE name = 'log';
+
+CREATE TRIGGER eviction_keeps_end_of_log BEFORE DELETE ON eviction
+BEGIN
+    INSERT INTO log_end (id, position) VALUES (1, OLD.position)
+    ON CONFLICT (id) DO UPDATE SET position = max(position, excluded.position);
+END;
 
 ALTER TABLE log RENAME TO log_v1;
 {_LOG_V2}

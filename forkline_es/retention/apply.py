@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from forkline_es._logging import get_logger
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
 from forkline_es.log.connection import Cursor
-from forkline_es.log.eventlog import keep_end_of_log
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.recording.payloads import SLOT_CLASS
@@ -331,8 +330,6 @@ def purge_tombstones(store: Store, older_than: timedelta | str, now: datetime | 
         old = [
             r for r, at in cur.execute("SELECT run_id, at FROM eviction").fetchall() if _before(at, cutoff)
         ]
-        if old:
-            keep_end_of_log(cur)  # a purged record may hold the end of the log
         cur.executemany("DELETE FROM eviction WHERE run_id = ?", [(r,) for r in old])
     _log.info("tombstones_purged", count=len(old), older_than=str(age))
     return len(old)

@@ -18,6 +18,7 @@ import forkline_es as fe
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 _CORE = ("log", "payload", "eviction", "consumer", "projector", "log_end")
+_V2_ONLY = ("eviction_position", "log_end", "eviction_keeps_end_of_log")  # made by the migration
 
 
 def _record(store: fe.Store) -> list[str]:
@@ -53,7 +54,7 @@ def _version_1_copy(source: Path, target: Path, lag: int | None = None) -> None:
         for name, sql in conn.execute(
             "SELECT name, sql FROM src.sqlite_schema WHERE sql IS NOT NULL ORDER BY type = 'table' DESC"
         ).fetchall():
-            if name not in have and not name.startswith(("sqlite_", "eviction_position", "log_end")):
+            if name not in have and not name.startswith(("sqlite_", *_V2_ONLY)):
                 conn.execute(sql)
         for table in ("log", "payload", "eviction", "consumer"):
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")

@@ -207,3 +207,19 @@ def test_positions_are_never_reused_after_the_newest_runs_tombstone_is_purged(st
     first = store.conn.execute("SELECT min(position) FROM log WHERE run_id = 'later'").fetchall()
     assert first == [(top + 1,)]
     assert [c.run_id for c in store.completions("mirror")] == ["later"]
+
+
+def test_any_client_deleting_a_tombstone_leaves_the_end_of_the_log(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        store.start_run("wf", run_id="gone").conclude("succeeded")
+        store.evict_run("gone", reason="newest run evicted")
+        top = store.log.end_position()
+    other = sqlite3.connect(db_path)  # not our code: the trigger must hold for it too
+    with other:
+        other.execute("DELETE FROM eviction")
+    other.close()
+    with fe.Store.open(db_path) as store:
+        assert store.log.max_position() == 0
+        assert store.log.end_position() == top
+        store.start_run("wf", run_id="later")
+        assert store.conn.execute("SELECT min(position) FROM log").fetchall() == [(top + 1,)]
