@@ -40,7 +40,7 @@ def fold_summary(summary: RunSummary | None, row: LogRow, event: EventBody) -> R
         )
     if summary is None:
         return None
-    match event:
+    match event:  # every class matched here (and RunStarted) is in SUMMARY_EVENTS
         case RunSuspended():
             return replace(summary, status="suspended", reason=event.reason, code=None, step=None)
         case RunHeld():

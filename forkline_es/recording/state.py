@@ -169,7 +169,7 @@ class RunState:
                 self.path_entries.setdefault(path, []).append(entry)
         if not isinstance(event, _STATE_EVENTS):  # artifacts, observations, Forkline events
             return
-        match event:
+        match event:  # every class matched here is in _STATE_EVENTS
             case RunStarted():
                 self.workflow = event.workflow
                 self.dry_run = event.dry_run
