@@ -216,7 +216,11 @@ class Store:
 
     def _commit(self, row: NewRow, event: EventBody) -> int:
         """Append one row and fold it into every projection, in one transaction."""
-        return self._commit_many([(row, event)])[0]
+        if self.projections.folds(event):
+            return self._commit_many([(row, event)])[0]
+        positions, _ = self.log.append((row,))  # e.g. a Forkline event: nothing to fold
+        self.projections.passed(row.run_id, row.seq)
+        return positions[0]
 
     def _commit_many(self, pending: list[tuple[NewRow, EventBody]]) -> list[int]:
         """Append rows (all or none) and fold each into every projection, in one transaction."""

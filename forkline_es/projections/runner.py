@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final, Protocol, get_args
 
 from forkline_es._gc import gc_paused
 from forkline_es._logging import get_logger
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import (
+    ENTRY_KINDS,
     EventBody,
     PayloadsRemoved,
     Recovered,
@@ -61,6 +62,9 @@ class Projector(Protocol):
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None: ...
 
+
+#: The event types ``Projections.apply`` does more for than note the run's seq.
+_CORE_FOLDED: Final = (*SUMMARY_EVENTS, *STEP_EVENTS, Recovered, PayloadsRemoved, RunConcluded)
 
 #: Entry rows buffered by a rebuild before one ``executemany``.
 _ENTRY_BATCH: Final = 5_000
@@ -115,6 +119,15 @@ class Projections:
         for projector in self.extra:
             for kind in projector.events:
                 self._folders.setdefault(kind, []).append(projector)
+        # Events no read model folds (artifacts, observations, Forkline events): an append
+        # of one skips the fold and only moves the run's cached seq on (``passed``).
+        self._inert = frozenset(
+            t
+            for t in get_args(EventBody)
+            if not issubclass(t, _CORE_FOLDED)
+            and t.__struct_config__.tag not in ENTRY_KINDS
+            and t not in self._folders
+        )
 
     @property
     def versions(self) -> dict[str, int]:
@@ -159,6 +172,17 @@ class Projections:
         """The lowest position a lagging projector has folded through; None when all are live."""
         value = self.log.conn.execute("SELECT min(position) FROM projector").fetchall()[0][0]
         return None if value is None else int(value)
+
+    def folds(self, event: EventBody) -> bool:
+        """Whether ``event`` changes any projection; an append of one that does not skips
+        ``apply`` and calls ``passed`` once it has committed."""
+        return type(event) not in self._inert
+
+    def passed(self, run_id: str, seq: int) -> None:
+        """Note that the run's event ``seq``, committed, changed no projection."""
+        cache = self._cache.get(run_id)
+        if cache is not None and cache.seq == seq - 1:
+            cache.seq = seq
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor."""

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 import forkline_es as fe
+from forkline_es.compat.recorder import logged_event
 from forkline_es.log.connection import Connection
 
 __all__ = [
@@ -278,6 +279,18 @@ class HistoryMachine(RuleBasedStateMachine):
             )
         elif to == "active" and status in ("suspended", "held"):
             run.resume()
+
+    @precondition(_has_open)
+    @rule(data=st.data())
+    def log_forkline_event(self, data: st.DataObject) -> None:
+        """A Forkline ``log_event`` into the run: the one event no projection folds, so its
+        append skips the fold (``Projections.folds``) and the next event must still find the
+        run's state right."""
+        run = self._pick(data)
+        payload = data.draw(st.dictionaries(st.sampled_from("ab"), st.integers() | st.text(max_size=4)))
+        event, payloads = logged_event(fe.RedactionPolicy.none(), "note", payload)
+        self.counter += 1
+        run._append_event(event, f"forkline:{self.counter}", payloads)
 
     @precondition(_has_open)
     @rule(data=st.data())
