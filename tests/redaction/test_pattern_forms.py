@@ -1,0 +1,102 @@
+"""The default value patterns start on a literal (for re's fast scan); each must match exactly
+where its plain form, with a leading word boundary, does."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forkline_es.redaction import DEFAULT_PATTERNS
+
+# The readable forms, in DEFAULT_PATTERNS' order.
+PLAIN = (
+    r"(?i:\bbearer)\s+(?:(?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{8,}|[A-Za-z0-9._~+/-]{20,})",
+    r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----",
+    r"://[^\s/:@]+:[^\s/@]+@",
+    r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    r"\bAIza[0-9A-Za-z_-]{35}",
+)
+
+# Pieces that build near-misses and matches: prefixes glued to words, boundaries of every
+# kind (punctuation, non-ASCII letters, digits, underscores), runs long enough for {n,}.
+PIECES = st.sampled_from(
+    [
+        "Bearer",
+        "bearer",
+        "BEARER",
+        "xbearer",
+        "eyJ",
+        "xeyJ",
+        "AKIA",
+        "ASIA",
+        "_AKIA",
+        "sk-",
+        "proj-",
+        "ant-",
+        "ghp_",
+        "gho_",
+        "github_pat_",
+        "xoxb-",
+        "AIza",
+        "-----BEGIN ",
+        "PRIVATE KEY",
+        "RSA ",
+        "-----",
+        "://",
+        "user",
+        ":",
+        "@",
+        " ",
+        "\t",
+        ".",
+        "_",
+        "-",
+        "é",
+        "ß",
+        "0",
+        "7",
+        "A" * 16,
+        "aB3" * 8,
+        "Z9" * 20,
+        "x" * 40,
+    ]
+)
+TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=3)), max_size=12).map("".join)
+
+
+def spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern.finditer(text)]
+
+
+def test_each_default_pattern_has_its_plain_form() -> None:
+    assert len(PLAIN) == len(DEFAULT_PATTERNS)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=TEXTS)
+def test_fast_and_plain_forms_match_the_same_spans(text: str) -> None:
+    for fast, plain in zip(DEFAULT_PATTERNS, PLAIN, strict=True):
+        assert spans(re.compile(fast), text) == spans(re.compile(plain), text), (fast, text)
+
+
+def test_the_generated_texts_reach_every_pattern() -> None:
+    """The property above means something only if matches occur; one sample of each."""
+    samples = [
+        "auth: Bearer abc123def456",
+        "t=eyJhbGciOi.eyJzdWIiOi.sig",
+        "key AKIAIOSFODNN7EXAMPLE.",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "https://user:pw@host",
+        "sk-proj-" + "aB3" * 8,
+        "ghp_" + "x" * 40,
+        "xoxb-" + "aB3" * 4,
+        "AIza" + "Z9" * 20,
+    ]
+    for fast, plain, sample in zip(DEFAULT_PATTERNS, PLAIN, samples, strict=True):
+        assert spans(re.compile(fast), sample) == spans(re.compile(plain), sample) != [], sample
