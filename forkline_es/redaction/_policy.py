@@ -29,6 +29,11 @@ DEFAULT_MASK: Final = "[REDACTED]"
 _NO_RULE: Final = 1 << 62  # sorts after every rule index
 _KEY_CACHE_LIMIT: Final = 65536
 _DROP: Final = object()  # the result of dropping a map entry
+# Strings up to this length are first tried against all patterns at once (``_any_pattern``):
+# one call instead of one per pattern. The alternation has no literal to scan for, so on
+# longer strings the patterns one by one are faster (measured crossover: about 40 chars).
+_SHORT: Final = 32
+_CONTAINERS: Final = (dict, list, tuple)
 
 
 class RedactionPolicy:
@@ -49,6 +54,7 @@ class RedactionPolicy:
     """
 
     __slots__ = (
+        "_any_pattern",
         "_has_hash",
         "_key_cache",
         "_key_rules",
@@ -92,6 +98,7 @@ class RedactionPolicy:
         self._pattern_rules: tuple[tuple[int, re.Pattern[str]], ...] = tuple(
             (i, re.compile(r.pattern)) for i, r in enumerate(self.rules) if r.pattern is not None
         )
+        self._any_pattern = _alternation(self._pattern_rules)
         self._has_hash: bool = any(r.action == "hash" for r in self.rules)
         self._key_cache: dict[str, int] = {}
 
@@ -183,6 +190,12 @@ class RedactionPolicy:
     def _pattern_index(self, value: object, best: int) -> int:
         if not isinstance(value, str) or not self._pattern_rules or self._is_output(value):
             return best
+        return self._first_pattern(value, best)
+
+    def _first_pattern(self, value: str, best: int) -> int:
+        """The first pattern rule before ``best`` that ``value`` matches, else ``best``."""
+        if len(value) <= _SHORT and self._any_pattern is not None and self._any_pattern.search(value) is None:
+            return best
         for index, compiled in self._pattern_rules:
             if index >= best:
                 break
@@ -192,14 +205,17 @@ class RedactionPolicy:
 
     def _entry_index(self, key: object, location: tuple[object, ...], value: object) -> int:
         """The first rule matching a map entry or list element, or ``_NO_RULE``."""
-        if isinstance(value, str) and self._is_output(value):
+        text = value if isinstance(value, str) else None
+        if text is not None and self._is_output(text):
             return _NO_RULE
         best = _NO_RULE
         if isinstance(key, str) and self._key_rules:
             best = self._key_index(key)
         if self._path_rules:
             best = self._path_index(location, best)
-        return self._pattern_index(value, best)
+        if text is not None and self._pattern_rules:
+            return self._first_pattern(text, best)
+        return best
 
     # -- applying ---------------------------------------------------------------------------
 
@@ -218,7 +234,7 @@ class RedactionPolicy:
                 where = (*location, key)
                 index = self._entry_index(key, where, item)
                 if index == _NO_RULE:
-                    out[key] = self._walk(item, where)
+                    out[key] = self._walk(item, where) if isinstance(item, _CONTAINERS) else item
                     continue
                 result = self._apply(self.rules[index], item, where)
                 if result is not _DROP:
@@ -230,7 +246,7 @@ class RedactionPolicy:
                 where = (*location, position)
                 index = self._entry_index(None, where, item)
                 if index == _NO_RULE:
-                    items.append(self._walk(item, where))
+                    items.append(self._walk(item, where) if isinstance(item, _CONTAINERS) else item)
                     continue
                 result = self._apply(self.rules[index], item, where)
                 items.append(self.mask if result is _DROP else result)
@@ -261,3 +277,18 @@ class RedactionPolicy:
                 # Every applied rule changes the value: outputs never reach this point, and
                 # any non-output becomes the mask, a digest, or disappears.
                 yield format_location(where)
+
+
+def _alternation(patterns: Sequence[tuple[int, re.Pattern[str]]]) -> re.Pattern[str] | None:
+    """One regex matching where any of ``patterns`` does, or None when that cannot be built.
+
+    Without capturing groups a pattern has no backreference, so inside an alternation it
+    matches exactly where it does alone; a pattern with global inline flags (``(?i)...``)
+    cannot be embedded at all (re refuses it).
+    """
+    if not patterns or any(compiled.groups for _, compiled in patterns):
+        return None
+    try:
+        return re.compile("|".join(f"(?:{compiled.pattern})" for _, compiled in patterns))
+    except re.error:
+        return None

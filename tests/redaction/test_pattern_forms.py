@@ -1,14 +1,16 @@
 """The default value patterns start on a literal (for re's fast scan); each must match exactly
-where its plain form, with a leading word boundary, does."""
+where its plain form, with a leading word boundary, does. Short strings are first tried
+against all patterns at once; that must decide exactly as the patterns one by one."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forkline_es.redaction import DEFAULT_PATTERNS
+from forkline_es.redaction import DEFAULT_PATTERNS, RedactionPolicy, RedactionRule
 
 # The readable forms, in DEFAULT_PATTERNS' order.
 PLAIN = (
@@ -100,3 +102,36 @@ def test_the_generated_texts_reach_every_pattern() -> None:
     ]
     for fast, plain, sample in zip(DEFAULT_PATTERNS, PLAIN, samples, strict=True):
         assert spans(re.compile(fast), sample) == spans(re.compile(plain), sample) != [], sample
+
+
+def without_alternation(policy: RedactionPolicy) -> RedactionPolicy:
+    plain = RedactionPolicy(policy.rules, mask=policy.mask)
+    plain._any_pattern = None  # every string tried against each pattern in turn
+    return plain
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=TEXTS)
+def test_the_short_string_alternation_decides_as_the_patterns_do(text: str) -> None:
+    policy = RedactionPolicy.default()
+    assert policy._any_pattern is not None
+    plain = without_alternation(policy)
+    for value in (text, {"v": text}, [text, text[:5]]):
+        assert policy.redact(value) == plain.redact(value)
+        assert policy.sensitive_paths(value) == plain.sensitive_paths(value)
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        [r"(a)\1"],  # a backreference means something else once the groups are renumbered
+        [r"secret", r"(?P<x>tok)en"],
+        [r"(?i)secret"],  # global flags cannot sit inside an alternation
+    ],
+)
+def test_no_alternation_where_it_could_decide_differently(patterns: list[str]) -> None:
+    policy = RedactionPolicy([RedactionRule(action="mask", pattern=p) for p in patterns])
+    assert policy._any_pattern is None
+    assert policy.redact({"a": "aa", "b": "SECRET", "c": "token"})["b"] == (
+        "[REDACTED]" if patterns == [r"(?i)secret"] else "SECRET"
+    )
