@@ -1,9 +1,11 @@
 """``RunRecorder.log_event``: forkline_es beside Forkline 0.5.0's own RunRecorder.
 
-Workload (both sides): a fresh database file in the same directory, one run, N small events
-(``{"prompt": "hello", "i": i}``, type ``input``), one ``log_event`` call per event, each
-acknowledged only once committed. Both sides redact with their default policy, as a user
-gets them.
+Workloads (both sides): a fresh database file in the same directory, one run, N events, one
+``log_event`` call per event, each acknowledged only once committed. Both sides redact with
+their default policy, as a user gets them. Two payloads: the small one the target is set on
+(``{"prompt": "hello", "i": i}``, type ``input``), and an LLM call as an agent runtime logs
+it (type ``llm.request``: model, a system and a user message of about 1 KB of prose,
+temperature, ``max_tokens``), where redaction has real text to scan.
 
 Durability, read from Forkline 0.5.0's installed source (forkline/storage/recorder.py):
 every call opens a new ``sqlite3`` connection and commits in ``with conn:``, in SQLite's
@@ -64,35 +66,70 @@ def _forkline_recorder() -> Any | None:
     return RunRecorder
 
 
-def _payloads(n: int) -> list[dict[str, Any]]:
+def small(n: int) -> list[dict[str, Any]]:
     return [{"prompt": "hello", "i": i} for i in range(n)]
 
 
-def _record(recorder: Any, n: int) -> Trial:
-    """One run, ``n`` ``log_event`` calls timed (the same code drives both recorders)."""
-    payloads = _payloads(n)
+_TICKET: Final = (
+    "Customer reports that the nightly export job fails with error E-4012 after the upgrade to "
+    "version 3.8. The job reads about two million rows from the orders table, writes Parquet "
+    "files to the shared bucket and then notifies the finance channel. Since Tuesday the job "
+    "stops after roughly forty minutes; the log shows a timeout while waiting for the bucket "
+    "to acknowledge a multipart upload, followed by a retry that never completes. The customer "
+    "already raised the upload timeout to ten minutes and reduced the part size, without any "
+    "change. They ask whether the new retry policy in 3.8 could keep the first upload open, "
+    "and whether they can pin the previous policy until a fix ships. Their account manager "
+    "notes this is the third escalation this quarter and that the renewal is due next month. "
+)
+
+
+def llm_calls(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "model": "gpt-4o-mini",
+            "messages": [
+                {"role": "system", "content": "Summarize the ticket in two sentences; keep error codes."},
+                {"role": "user", "content": f"Ticket #{i}: {_TICKET}"},
+            ],
+            "temperature": 0.2,
+            "max_tokens": 256,
+        }
+        for i in range(n)
+    ]
+
+
+Payloads = Callable[[int], list[dict[str, Any]]]
+#: (label, event type, payloads): the workloads, the target's first.
+WORKLOADS: Final[tuple[tuple[str, str, Payloads], ...]] = (
+    ("events", "input", small),
+    ("LLM-call events (~1 KB of prose each)", "llm.request", llm_calls),
+)
+
+
+def _record(recorder: Any, event_type: str, payloads: list[dict[str, Any]]) -> Trial:
+    """One run, one ``log_event`` call per payload, timed (the same code drives both recorders)."""
     run_id = recorder.start_run("bench.py")
     log = recorder.log_event
     with Timer() as t:
         for p in payloads:
-            log(run_id, "input", p)
-    return Trial(n, t.seconds)
+            log(run_id, event_type, p)
+    return Trial(len(payloads), t.seconds)
 
 
-def ours(workdir: Path, n: int, durability: Durability) -> Trial:
+def ours(workdir: Path, event_type: str, payloads: list[dict[str, Any]], durability: Durability) -> Trial:
     with fe.RunRecorder(workdir / f"ours-{next(_files)}.db", durability=durability) as recorder:
-        return _record(recorder, n)
+        return _record(recorder, event_type, payloads)
 
 
-def theirs(workdir: Path, n: int, recorder_class: Any) -> Trial:
-    return _record(recorder_class(db_path=str(workdir / f"forkline-{next(_files)}.db")), n)
+def theirs(workdir: Path, event_type: str, payloads: list[dict[str, Any]], recorder_class: Any) -> Trial:
+    return _record(recorder_class(db_path=str(workdir / f"forkline-{next(_files)}.db")), event_type, payloads)
 
 
 _RAW_DDL: Final = "CREATE TABLE event (id INTEGER PRIMARY KEY, run_id TEXT, ts TEXT, type TEXT, payload TEXT)"
 _RAW_INSERT: Final = "INSERT INTO event (run_id, ts, type, payload) VALUES (?, ?, ?, ?)"
 
 
-def raw(workdir: Path, n: int, durability: Durability) -> Trial:
+def raw(workdir: Path, event_type: str, payloads: list[dict[str, Any]], durability: Durability) -> Trial:
     """The ceiling: one plain INSERT per transaction, values built before the clock."""
     conn = apsw.Connection(str(workdir / f"raw-{next(_files)}.db"))
     conn.execute("PRAGMA journal_mode = WAL").fetchall()  # fetch: apsw runs statements lazily
@@ -101,7 +138,7 @@ def raw(workdir: Path, n: int, durability: Durability) -> Trial:
     conn.execute("PRAGMA cache_size = -16000")
     conn.execute(_RAW_DDL)
     ts = dt.datetime.now(dt.UTC).isoformat()
-    return commit_each(conn, _RAW_INSERT, [("run-1", ts, "input", json.dumps(p)) for p in _payloads(n)])
+    return commit_each(conn, _RAW_INSERT, [("run-1", ts, event_type, json.dumps(p)) for p in payloads])
 
 
 def _row(
@@ -110,7 +147,7 @@ def _row(
     peers: list[float],
     durability: str,
     note: str,
-    target: float | None = TARGET,
+    target: float | None,
 ) -> Row:
     return Row(
         workload=workload,
@@ -135,13 +172,30 @@ def _share(mine: list[float], ceiling: list[float]) -> str:
 
 def rows(quick: bool, workdir: Path) -> list[Row]:
     n, repeats = (1_000, 1) if quick else (10_000, 3)
-    workload = f"RunRecorder.log_event, 1 run x {n:,} events"
-    ceiling = f"ceiling: raw apsw, one INSERT per transaction, 1 run x {n:,} events"
+    out: list[Row] = []
+    for index, (label, event_type, make) in enumerate(WORKLOADS):
+        out += _workload_rows(
+            workdir, n, repeats, label, event_type, make(n), target=TARGET if index == 0 else None
+        )
+    return out
+
+
+def _workload_rows(
+    workdir: Path,
+    n: int,
+    repeats: int,
+    label: str,
+    event_type: str,
+    payloads: list[dict[str, Any]],
+    target: float | None,
+) -> list[Row]:
+    workload = f"RunRecorder.log_event, 1 run x {n:,} {label}"
+    ceiling = f"ceiling: raw apsw, one INSERT per transaction, 1 run x {n:,} {label}"
     peer = _forkline_recorder()
-    full: Callable[[], Trial] = lambda: ours(workdir, n, "full")  # noqa: E731
-    normal: Callable[[], Trial] = lambda: ours(workdir, n, "normal")  # noqa: E731
-    raw_full: Callable[[], Trial] = lambda: raw(workdir, n, "full")  # noqa: E731
-    raw_normal: Callable[[], Trial] = lambda: raw(workdir, n, "normal")  # noqa: E731
+    full: Callable[[], Trial] = lambda: ours(workdir, event_type, payloads, "full")  # noqa: E731
+    normal: Callable[[], Trial] = lambda: ours(workdir, event_type, payloads, "normal")  # noqa: E731
+    raw_full: Callable[[], Trial] = lambda: raw(workdir, event_type, payloads, "full")  # noqa: E731
+    raw_normal: Callable[[], Trial] = lambda: raw(workdir, event_type, payloads, "normal")  # noqa: E731
     if peer is None:
         note = f"{PEER} not installed: pip install 'forkline-es[bench]'"
         return [
@@ -152,7 +206,7 @@ def rows(quick: bool, workdir: Path) -> list[Row]:
         ]
     rates: dict[str, list[float]] = {"peer": [], "full": [], "normal": [], "raw full": [], "raw normal": []}
     trials: dict[str, Callable[[], Trial]] = {
-        "peer": lambda: theirs(workdir, n, peer),
+        "peer": lambda: theirs(workdir, event_type, payloads, peer),
         "full": full,
         "normal": normal,
         "raw full": raw_full,
@@ -164,8 +218,15 @@ def rows(quick: bool, workdir: Path) -> list[Row]:
             rates[name].append(trials[name]().rate)
     peers = rates["peer"]
     return [
-        _row(workload, rates["full"], peers, "full", "both power-loss durable"),
-        _row(workload, rates["normal"], peers, "normal vs FULL", "ours crash-durable only, for information"),
+        _row(workload, rates["full"], peers, "full", "both power-loss durable", target),
+        _row(
+            workload,
+            rates["normal"],
+            peers,
+            "normal vs FULL",
+            "ours crash-durable only, for information",
+            target,
+        ),
         *(
             _row(
                 ceiling,
