@@ -26,6 +26,7 @@ import apsw
 from forkline_es.log.connection import Cursor
 from forkline_es.log.events import EventBody
 from forkline_es.log.rows import LogRow
+from forkline_es.log.schema import payload_ids
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -122,7 +123,7 @@ SELECT
     json_extract(l.body, '$.event_type') AS type,
     p.value AS payload
 FROM log AS l
-LEFT JOIN payload AS p ON p.position = l.position AND p.slot = 'payload'
+LEFT JOIN payload AS p ON p.id {payload_ids("l.position")} AND p.slot = 'payload'
 WHERE l.kind = 'forkline-logged'
 ORDER BY l.position;
 """
@@ -136,7 +137,7 @@ class ForklineViews:
     """
 
     name: str = "forkline-views"
-    version: int = 1
+    version: int = 2  # 2: the events view finds payload values by their key range
     ddl: str = VIEWS_DDL
     tables: tuple[str, ...] = ()
     events: tuple[type[EventBody], ...] = ()

@@ -14,11 +14,12 @@ from contextlib import contextmanager, suppress
 from typing import Final, TypeVar
 
 import apsw
+import msgspec
 
 from forkline_es.errors import Conflict, ForklineError, StoreError
 from forkline_es.log.connection import Connection, Cursor
 from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
-from forkline_es.log.schema import END_OF_LOG
+from forkline_es.log.schema import END_OF_LOG, SLOTS_PER_EVENT, payload_ids
 
 __all__ = ["EventLog", "end_of_log", "translate"]
 
@@ -29,7 +30,7 @@ _INSERT_ROW: Final = (
     "INSERT INTO log (position, run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
     f"VALUES ({END_OF_LOG} + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_PAYLOAD: Final = "INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)"
+_INSERT_PAYLOAD: Final = "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, ?, ?)"
 _READ_BATCH: Final = 5_000
 
 
@@ -90,6 +91,10 @@ class EventLog:
         positions: list[int] = []
         conn = self.conn
         for r in rows:
+            if len(r.payloads) > SLOTS_PER_EVENT:
+                raise StoreError(
+                    f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}"
+                )
             cur.execute(
                 _INSERT_ROW,
                 (
@@ -107,8 +112,9 @@ class EventLog:
             )
             position = conn.last_insert_rowid()
             positions.append(position)
-            for slot, value in r.payloads:
-                cur.execute(_INSERT_PAYLOAD, (position, slot, value.decode()))
+            first = position * SLOTS_PER_EVENT
+            for k, (slot, value) in enumerate(r.payloads):
+                cur.execute(_INSERT_PAYLOAD, (first + k, position, slot, value.decode()))
         return positions
 
     @staticmethod
@@ -175,24 +181,20 @@ class EventLog:
         """(position, slot, value) of every payload value still stored for the run's events."""
         c = cur if cur is not None else self.conn.cursor()
         sql = (
-            "SELECT p.position, p.slot, p.value FROM log AS l JOIN payload AS p ON p.position = l.position "
-            "WHERE l.run_id = ?"
+            "SELECT p.position, p.slot, p.value FROM log AS l "
+            f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?"
         )
         return [(int(p), str(s), str(v)) for p, s, v in c.execute(sql, (run_id,))]
 
     def payloads(self, positions: Sequence[int], cur: Cursor | None = None) -> dict[tuple[int, str], str]:
         """Payload values still stored for the given events, keyed by (position, slot)."""
         c = cur if cur is not None else self.conn.cursor()
-        out: dict[tuple[int, str], str] = {}
-        for i in range(0, len(positions), 500):
-            chunk = positions[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            for position, slot, value in c.execute(
-                f"SELECT position, slot, value FROM payload WHERE position IN ({marks})",
-                tuple(chunk),
-            ):
-                out[(position, slot)] = value
-        return out
+        sql = (
+            "SELECT p.position, p.slot, p.value FROM json_each(?) AS j "
+            f"JOIN payload AS p ON p.id {payload_ids('j.value')}"
+        )
+        rows = c.execute(sql, (msgspec.json.encode(list(positions)).decode(),))  # text: a BLOB is JSONB
+        return {(position, slot): value for position, slot, value in rows}
 
     def max_position(self) -> int:
         row = self.conn.execute("SELECT max(position) FROM log").fetchall()[0][0]

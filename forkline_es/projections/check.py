@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,6 +24,7 @@ from msgspec.structs import astuple
 from forkline_es.log.connection import Connection, Cursor, open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.rows import LOG_COLUMNS, LogRow
+from forkline_es.log.schema import SLOTS_PER_EVENT
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 from forkline_es.projections.sql import DDL
@@ -102,6 +103,14 @@ def _changed(a: tuple[Any, ...], b: tuple[Any, ...], what: str, columns: tuple[s
         for c, x, y in zip(columns, a, b, strict=True)
         if x != y
     )
+
+
+def _keyed(values: Iterable[tuple[int, str, str]]) -> Iterator[tuple[int, int, str, str]]:
+    """(id, position, slot, value) rows: each event's values numbered in slot order."""
+    place: dict[int, int] = {}
+    for position, slot, value in sorted(values):
+        k = place[position] = place.get(position, -1) + 1
+        yield position * SLOTS_PER_EVENT + k, position, slot, value
 
 
 def copy_database(source: Connection, target: str) -> Connection:
@@ -208,7 +217,9 @@ class RunRefolder:
             for name in (*self.projections.tables, "payload", "log"):
                 scratch.execute(f"DELETE FROM {name}")
             scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", map(astuple, rows))
-            scratch.executemany("INSERT INTO payload (position, slot, value) VALUES (?, ?, ?)", values)
+            scratch.executemany(
+                "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, ?, ?)", _keyed(values)
+            )
             self.projections.forget(run_id)
             for row in rows:
                 self.projections.apply(scratch, row, row.event())

@@ -17,6 +17,7 @@ import msgspec
 from forkline_es._gc import gc_paused
 from forkline_es.artifacts import sql as artifact_sql
 from forkline_es.log.connection import Cursor
+from forkline_es.log.schema import payload_ids
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import REF, fragment, render_slots, render_summary
 from forkline_es.projections.sql import Persister
@@ -110,7 +111,8 @@ _VALUE_ITEM: Final = "p.position || ',\"' || p.slot || '\"', ',\"value\":' || p.
 def run_values(cur: Cursor, run_id: str) -> Values:
     """Every payload value still stored for the run's events."""
     rows = cur.execute(
-        f"SELECT {_VALUE_ITEM} FROM log AS l JOIN payload AS p ON p.position = l.position WHERE l.run_id = ?",
+        f"SELECT {_VALUE_ITEM} FROM log AS l JOIN payload AS p ON p.id {payload_ids('l.position')} "
+        "WHERE l.run_id = ?",
         (run_id,),
     )
     return dict(rows)
@@ -122,7 +124,7 @@ def referenced_values(cur: Cursor, text: str) -> Values:
     if not positions:
         return {}
     rows = cur.execute(
-        f"SELECT {_VALUE_ITEM} FROM payload AS p WHERE p.position IN (SELECT value FROM json_each(?))",
+        f"SELECT {_VALUE_ITEM} FROM json_each(?) AS j JOIN payload AS p ON p.id {payload_ids('j.value')}",
         (json.dumps(positions),),
     )
     return dict(rows)

@@ -21,6 +21,7 @@ from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotReta
 from forkline_es.log.connection import Cursor
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.log.schema import payload_ids
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
 from forkline_es.retention.policy import (
@@ -135,7 +136,7 @@ def _classes_match(slot: str, classes: frozenset[str] | None) -> bool:
 
 def _present(cur: Cursor, run_id: str, classes: frozenset[str] | None) -> list[tuple[int, str]]:
     rows = cur.execute(
-        "SELECT p.position, p.slot FROM log AS l JOIN payload AS p ON p.position = l.position "
+        f"SELECT p.position, p.slot FROM log AS l JOIN payload AS p ON p.id {payload_ids('l.position')} "
         "WHERE l.run_id = ? ORDER BY p.position, p.slot",
         (run_id,),
     ).fetchall()
@@ -192,7 +193,7 @@ def remove_payloads(
     def then(cur: Cursor, positions: list[int]) -> None:
         store.projections.apply(cur, row.stored(positions[0]), event)
         for position, slot in removed:
-            cur.execute("DELETE FROM payload WHERE position = ? AND slot = ?", (position, slot))
+            cur.execute(f"DELETE FROM payload WHERE id {payload_ids('?1')} AND slot = ?2", (position, slot))
             if store.conn.changes() != 1:  # another process removed it first: start again
                 raise Conflict(f"run {run_id!r}: payload {slot} at {position} changed meanwhile; retry")
 
@@ -287,7 +288,9 @@ def evict_run(
                 (run_id, last, utc_now(), reason, policy),
             )
             cur.execute(
-                "DELETE FROM payload WHERE position IN (SELECT position FROM log WHERE run_id = ?)", (run_id,)
+                "DELETE FROM payload WHERE id IN (SELECT p.id FROM log AS l "
+                f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?)",
+                (run_id,),
             )
             payloads = conn.changes()
             tables = _projection_tables(store, cur)

@@ -1,5 +1,7 @@
-"""Schema version 1 -> 2: the log loses AUTOINCREMENT and live projectors lose their per-append
-position write; every fact, position and digest survives, and positions are still never reused.
+"""Schema version 1 -> 3. Version 2: the log loses AUTOINCREMENT and live projectors lose their
+per-append position write. Version 3: payload values move to a rowid table keyed by
+``payload_ids`` ranges. Every fact, position, value and digest survives, and positions are
+still never reused.
 
 A version-1 file is made the way version-1 code left it: the version-1 DDL, then the rows
 (and projection tables) of a store recorded by today's code, with the projector positions
@@ -15,7 +17,7 @@ import apsw
 import pytest
 
 import forkline_es as fe
-from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SLOTS_PER_EVENT
 
 _CORE = ("log", "payload", "eviction", "consumer", "projector", "log_end")
 _V2_ONLY = ("eviction_position", "log_end", "eviction_keeps_end_of_log")  # made by the migration
@@ -37,12 +39,13 @@ def _record(store: fe.Store) -> list[str]:
 
 
 def _rows(conn: Any, table: str) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")]
+    columns = "position, slot, value" if table == "payload" else "*"  # whatever the version's key
+    return [tuple(r) for r in conn.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2")]
 
 
-def _version_1_copy(source: Path, target: Path, lag: int | None = None) -> None:
+def _version_1_copy(source: Path, target: Path) -> None:
     """``target``: ``source``'s rows under the version-1 schema, projector positions as v1 kept
-    them (the end of the log), or ``lag`` when given."""
+    them (the end of the log)."""
     conn = apsw.Connection(str(target))
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     with conn:
@@ -52,18 +55,22 @@ def _version_1_copy(source: Path, target: Path, lag: int | None = None) -> None:
     with conn:
         have = {n for (n,) in conn.execute("SELECT name FROM main.sqlite_schema")}
         for name, sql in conn.execute(
-            "SELECT name, sql FROM src.sqlite_schema WHERE sql IS NOT NULL ORDER BY type = 'table' DESC"
+            "SELECT name, sql FROM src.sqlite_schema WHERE sql IS NOT NULL AND type != 'view' "
+            "ORDER BY type = 'table' DESC"
         ).fetchall():
             if name not in have and not name.startswith(("sqlite_", *_V2_ONLY)):
                 conn.execute(sql)
-        for table in ("log", "payload", "eviction", "consumer"):
+        for table in ("log", "eviction", "consumer"):
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
+        conn.execute("INSERT INTO main.payload SELECT position, slot, value FROM src.payload")
         end = conn.execute("SELECT max(position) FROM src.eviction").fetchall()[0][0]
         conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'log'", (end,))
         top = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'log'").fetchall()[0][0]
+        # Version-1 code had the first Forkline views (made when the store opens; not copied).
         conn.execute(
-            "INSERT INTO main.projector SELECT name, version, ? FROM src.projector",
-            (top if lag is None else lag,),
+            "INSERT INTO main.projector "
+            "SELECT name, CASE name WHEN 'forkline-views' THEN 1 ELSE version END, ? FROM src.projector",
+            (top,),
         )
         for (table,) in conn.execute("SELECT name FROM src.sqlite_schema WHERE type = 'table'").fetchall():
             if table not in _CORE and not table.startswith("sqlite_"):
@@ -105,7 +112,7 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
 
     with fe.Store.open(old) as store:
         conn = store.conn
-        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 2
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 3
         assert {t: _rows(conn, t) for t in ("log", "payload", "eviction")} == before
         log_sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'log'").fetchall()[0][0]
         assert "AUTOINCREMENT" not in log_sql
@@ -120,6 +127,7 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
         assert {run_id: store.get_run_record(run_id) for run_id in kept} == documents
         assert store.check_projections() == []
         assert all(report.ok for report in store.verify_all())
+        _check_payload_table(conn)
         # The evicted run held the top positions; the next event still goes above them.
         run = store.start_run("wf", run_id="after")
         assert _first_position(conn, "after") == top + 1
@@ -127,22 +135,38 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
             conn.execute("UPDATE log SET kind = 'x' WHERE run_id = ?", (run.id,))
 
 
-def test_a_lagging_version_1_projector_is_caught_up_after_the_migration(
-    tmp_path: Path, recorded: tuple[Path, list[str], dict[str, Any]]
+def _check_payload_table(conn: Any) -> None:
+    """Version 3's payload table: a rowid table, each row at its ``payload_ids`` key, its
+    triggers back, and the ``events`` view rebuilt to find values by that key."""
+    payload_sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'payload'").fetchall()[0][0]
+    assert "WITHOUT ROWID" not in payload_sql
+    for position, slot, key in conn.execute("SELECT position, slot, id FROM payload").fetchall():
+        first = position * SLOTS_PER_EVENT
+        assert first <= key < first + SLOTS_PER_EVENT, (position, slot, key)
+    triggers = {n for (n,) in conn.execute("SELECT name FROM sqlite_schema WHERE tbl_name = 'payload'")}
+    assert {"payload_is_immutable", "payload_deletes_only_recorded"} <= triggers
+    with pytest.raises(apsw.ConstraintError, match="never updated"):
+        conn.execute("UPDATE payload SET value = '1'")
+    with pytest.raises(apsw.ConstraintError, match="only after its removal is recorded"):
+        conn.execute("DELETE FROM payload")
+    view = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'events'").fetchall()[0][0]
+    assert "p.id BETWEEN" in view
+
+
+def test_a_lagging_projector_is_caught_up_when_the_store_opens(
+    recorded: tuple[Path, list[str], dict[str, Any]],
 ) -> None:
+    """A number in ``projector.position`` says the rows after it were appended by a writer that
+    did not fold them; the next open folds exactly those and marks the projector live."""
     source, kept, documents = recorded
-    old = tmp_path / "v1.db"
-    src = apsw.Connection(str(source))
-    # As if run-1's rows (and all after them) were appended by a writer that did not fold them.
-    folded = src.execute("SELECT min(position) - 1 FROM log WHERE run_id = 'run-1'").fetchall()[0][0]
-    src.close()
-    _version_1_copy(source, old, lag=folded)
-    v1 = apsw.Connection(str(old))
-    v1.execute("DELETE FROM run_summary WHERE run_id = 'run-1'")
-    v1.execute("DELETE FROM step_view WHERE run_id = 'run-1'")
-    v1.execute("DELETE FROM entry WHERE position IN (SELECT position FROM log WHERE run_id = 'run-1')")
-    v1.close()
-    with fe.Store.open(old) as store:
+    conn = apsw.Connection(str(source))
+    folded = conn.execute("SELECT min(position) - 1 FROM log WHERE run_id = 'run-1'").fetchall()[0][0]
+    conn.execute("UPDATE projector SET position = ?", (folded,))
+    conn.execute("DELETE FROM run_summary WHERE run_id = 'run-1'")
+    conn.execute("DELETE FROM step_view WHERE run_id = 'run-1'")
+    conn.execute("DELETE FROM entry WHERE position IN (SELECT position FROM log WHERE run_id = 'run-1')")
+    conn.close()
+    with fe.Store.open(source) as store:
         assert store.conn.execute("SELECT DISTINCT position FROM projector").fetchall() == [(None,)]
         assert {run_id: store.get_run_record(run_id) for run_id in kept} == documents
         assert store.check_projections() == []

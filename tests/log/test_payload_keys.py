@@ -1,0 +1,91 @@
+"""Payload values are found by their key range (``payload_ids``), never by scanning the table.
+
+Every statement the library runs during a broad workload (recording with payloads, Forkline
+events, documents and step records, verification, payload removal, eviction, a rebuild) is
+captured and explained: none may scan ``payload``, whose rows are most of a store's bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import forkline_es as fe
+from forkline_es.log.schema import SLOTS_PER_EVENT
+
+_NOT_QUERIES = ("CREATE", "DROP", "ALTER", "PRAGMA", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+
+
+def _workload(recorder: fe.RunRecorder) -> None:
+    store = recorder.store
+    run = store.start_run("wf", run_id="run-1", inputs={"a": 1})
+    run.begin_step("s", arguments={"x": "y" * 3000})  # a value larger than a quarter page
+    run.end_step("s", "succeeded", result={"ok": True})
+    run.conclude("succeeded", outputs={"n": 1})
+    store.get_run_record(run.id)
+    store.get_step_record(run.id, "s")
+    store.export_run_record(run.id)
+    assert store.verify_run(run.id).ok
+    rid = recorder.start_run("main.py", run_id="forkline-1")
+    recorder.log_event(rid, "input", {"prompt": "hello"})
+    recorder.end_run(rid)
+    assert recorder.get_events(rid)[0]["payload"] == {"prompt": "hello"}
+    assert store.remove_payloads(run.id, ["arguments"]) != ()
+    store.evict_run(rid, reason="test")
+    store.rebuild_projections()
+    assert store.check_projections() == []
+
+
+def test_no_statement_scans_the_payload_table(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    def trace(cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.setdefault(sql, bindings)
+        return True
+
+    with fe.RunRecorder(tmp_path / "runs.db") as recorder:
+        conn = recorder.store.conn
+        conn.exec_trace = trace
+        _workload(recorder)
+        conn.exec_trace = None
+        explained, scans = 0, []
+        for sql, bindings in seen.items():
+            if not re.search(r"\b(payload|events)\b", sql) or sql.lstrip().upper().startswith(_NOT_QUERIES):
+                continue
+            plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)]
+            explained += 1
+            if any(re.match(r"SCAN (payload|p)\b", step) for step in plan):
+                scans.append((sql, plan))
+    assert scans == []
+    assert explained >= 8  # inserts, joins by run, lookups by position, the view, both deletes
+
+
+def test_each_value_sits_at_its_events_key(store: fe.Store) -> None:
+    run = store.start_run("wf", inputs={"a": 1}, trigger={"t": 2})
+    run.begin_step("s", arguments={"x": 1})
+    run.conclude("succeeded", outputs={"n": 1})
+    rows = store.conn.execute("SELECT id, position, slot FROM payload ORDER BY id").fetchall()
+    assert [slot for _, _, slot in rows] == ["inputs", "trigger", "arguments", "outputs"]
+    for key, position, _ in rows:
+        assert key // SLOTS_PER_EVENT == position
+    first_event = [key for key, position, _ in rows if position == rows[0][1]]
+    assert first_event == [rows[0][1] * SLOTS_PER_EVENT, rows[0][1] * SLOTS_PER_EVENT + 1]
+
+
+def test_a_row_off_its_key_is_refused(store: fe.Store) -> None:
+    run = store.start_run("wf", inputs={"a": 1})
+    run.begin_step("s", arguments={"x": 1})
+    first = store.conn.execute("SELECT min(position) FROM log WHERE run_id = ?", (run.id,)).fetchall()[0][0]
+    for sql, args in (
+        (
+            "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, 'x', '1')",
+            ((first + 1) * SLOTS_PER_EVENT, first),
+        ),
+        ("INSERT INTO payload (position, slot, value) VALUES (?, 'x', '1')", (first,)),  # id: max + 1
+    ):
+        with pytest.raises(apsw.ConstraintError, match="CHECK constraint failed"):
+            store.conn.execute(sql, args)
