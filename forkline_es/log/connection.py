@@ -175,7 +175,12 @@ def _migrate(conn: Connection, path: str, current: int) -> None:
             with conn:  # savepoint: migrations are rare, clarity beats speed here
                 if version == 0:
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                conn.execute(MIGRATIONS[version])
+                try:
+                    conn.execute(MIGRATIONS[version])
+                except apsw.ConstraintError as e:  # a trigger refused a row the step copies
+                    raise StoreError(
+                        f"{path}: migrating to schema version {version + 1} stopped: {e}; nothing was changed"
+                    ) from None
                 broken = conn.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:
                     raise StoreError(

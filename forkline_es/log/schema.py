@@ -221,14 +221,24 @@ END;
 # an overflow page: a 1 KB prompt cost an append twice the writes, ~30 us more per event. A
 # rowid table keeps rows up to a page long in place; its key encodes (position, slot) as
 # ``payload_ids`` ranges, so it stays one B-tree written per append, with no second index.
+# The foreign key to the log goes too: enforcing it on a log row's delete looks up the
+# child column, which has no index now (a scan of every value per deleted row). Two
+# triggers hold the same rule through the key range, and for any client, where a foreign
+# key holds only on connections that turned enforcement on (the sqlite3 shell does not).
 _V3: Final = f"""
 CREATE TABLE payload_v3 (
     id       INTEGER PRIMARY KEY,                   -- position * {SLOTS_PER_EVENT} + its place in the event
-    position INTEGER NOT NULL REFERENCES log (position),
+    position INTEGER NOT NULL,                      -- the log row (payload_belongs_to_a_log_row)
     slot     TEXT    NOT NULL,
     value    TEXT    NOT NULL,                      -- canonical JSON of the typed value
     CHECK (id / {SLOTS_PER_EVENT} = position)
 );
+-- Before the copy, so that a value without its log row stops the migration.
+CREATE TRIGGER payload_belongs_to_a_log_row BEFORE INSERT ON payload_v3
+WHEN NOT EXISTS (SELECT 1 FROM log WHERE position = NEW.position)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: a payload value needs its log row, and none has this position');
+END;
 INSERT INTO payload_v3 (id, position, slot, value)
 SELECT position * {SLOTS_PER_EVENT} + row_number() OVER (PARTITION BY position ORDER BY slot) - 1,
        position, slot, value
@@ -236,6 +246,13 @@ FROM payload ORDER BY position, slot;
 DROP TABLE payload;
 ALTER TABLE payload_v3 RENAME TO payload;
 {_PAYLOAD_TRIGGERS}
+-- Only an evicted run's rows can be deleted at all (log_deletes_only_evicted says so first).
+CREATE TRIGGER log_deletes_after_its_values BEFORE DELETE ON log
+WHEN EXISTS (SELECT 1 FROM eviction WHERE run_id = OLD.run_id)
+ AND EXISTS (SELECT 1 FROM payload WHERE id {payload_ids("OLD.position")})
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: a log row is deleted only after its payload values');
+END;
 """
 
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.

@@ -20,7 +20,14 @@ import forkline_es as fe
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SLOTS_PER_EVENT
 
 _CORE = ("log", "payload", "eviction", "consumer", "projector", "log_end")
-_V2_ONLY = ("eviction_position", "log_end", "eviction_keeps_end_of_log")  # made by the migration
+# Made by the migrations to versions 2 and 3, not present in a version-1 file.
+_LATER = (
+    "eviction_position",
+    "log_end",
+    "eviction_keeps_end_of_log",
+    "payload_belongs_to_a_log_row",
+    "log_deletes_after_its_values",
+)
 
 
 def _record(store: fe.Store) -> list[str]:
@@ -58,7 +65,7 @@ def _version_1_copy(source: Path, target: Path) -> None:
             "SELECT name, sql FROM src.sqlite_schema WHERE sql IS NOT NULL AND type != 'view' "
             "ORDER BY type = 'table' DESC"
         ).fetchall():
-            if name not in have and not name.startswith(("sqlite_", *_V2_ONLY)):
+            if name not in have and not name.startswith(("sqlite_", *_LATER)):
                 conn.execute(sql)
         for table in ("log", "eviction", "consumer"):
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
@@ -144,7 +151,12 @@ def _check_payload_table(conn: Any) -> None:
         first = position * SLOTS_PER_EVENT
         assert first <= key < first + SLOTS_PER_EVENT, (position, slot, key)
     triggers = {n for (n,) in conn.execute("SELECT name FROM sqlite_schema WHERE tbl_name = 'payload'")}
-    assert {"payload_is_immutable", "payload_deletes_only_recorded"} <= triggers
+    assert triggers >= {
+        "payload_is_immutable",
+        "payload_deletes_only_recorded",
+        "payload_belongs_to_a_log_row",
+    }
+    assert conn.execute("PRAGMA foreign_key_list(payload)").fetchall() == []  # the triggers hold it
     with pytest.raises(apsw.ConstraintError, match="never updated"):
         conn.execute("UPDATE payload SET value = '1'")
     with pytest.raises(apsw.ConstraintError, match="only after its removal is recorded"):
@@ -202,3 +214,23 @@ def test_the_end_version_1_kept_in_sqlite_sequence_survives_a_purged_tombstone(v
         assert store.log.end_position() == top
         store.start_run("wf", run_id="after")
         assert _first_position(store.conn, "after") == top + 1
+
+
+def test_a_version_2_value_without_its_log_row_stops_the_migration_to_3(version_1: Path) -> None:
+    """A version-2 file written with foreign keys off (the sqlite3 shell's default) can hold a
+    value of no log row; version 3 has no foreign key, so its trigger refuses the copy."""
+    conn = apsw.Connection(str(version_1))
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    with conn:
+        conn.execute(MIGRATIONS[1])
+        conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO payload (position, slot, value) VALUES (999999, 'orphan', '1')")
+    payload = _rows(conn, "payload")
+    conn.close()
+    with pytest.raises(fe.StoreError, match=r"schema version 3 stopped: .*needs its log row"):
+        fe.Store.open(version_1)
+    conn = apsw.Connection(str(version_1))
+    assert conn.execute("PRAGMA user_version").fetchall()[0][0] == 2
+    assert _rows(conn, "payload") == payload
+    conn.close()

@@ -89,3 +89,42 @@ def test_a_row_off_its_key_is_refused(store: fe.Store) -> None:
     ):
         with pytest.raises(apsw.ConstraintError, match="CHECK constraint failed"):
             store.conn.execute(sql, args)
+
+
+def test_values_and_log_rows_keep_each_other_for_any_client(store: fe.Store) -> None:
+    """Triggers, not a foreign key (which a shell connection does not enforce, and whose
+    check on a log row's delete would scan every value): no value without its log row, and
+    no log row deleted before its values, even of an evicted run."""
+    run = store.start_run("wf", run_id="run-1", inputs={"a": 1})
+    run.conclude("succeeded")
+    conn = store.conn
+    conn.execute("PRAGMA foreign_keys = OFF")
+    top = conn.execute("SELECT max(position) FROM log").fetchall()[0][0]
+    with pytest.raises(apsw.ConstraintError, match="needs its log row"):
+        conn.execute(
+            "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, 'x', '1')",
+            ((top + 1) * SLOTS_PER_EVENT, top + 1),
+        )
+    conn.execute("INSERT INTO eviction (run_id, position, at, reason) VALUES ('run-1', ?, 'x', 'y')", (top,))
+    with pytest.raises(apsw.ConstraintError, match="only after its payload values"):
+        conn.execute("DELETE FROM log WHERE run_id = 'run-1'")
+    conn.execute("DELETE FROM payload WHERE position IN (SELECT position FROM log WHERE run_id = 'run-1')")
+    conn.execute("DELETE FROM log WHERE run_id = 'run-1'")
+    assert conn.execute("SELECT count(*) FROM log").fetchall() == [(0,)]
+
+
+def test_every_foreign_key_has_an_index_on_its_columns(store: fe.Store) -> None:
+    """A foreign key whose child columns lack an index makes every delete of a parent row scan
+    the child table (how version 3's first draft made eviction quadratic)."""
+    conn = store.conn
+    tables = [n for (n,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")]
+    for table in tables:
+        keys: dict[int, list[str]] = {}
+        for fk in conn.execute(f"PRAGMA foreign_key_list({table})").fetchall():
+            keys.setdefault(fk[0], []).append(fk[3])
+        indexed = [
+            [info[2] for info in conn.execute(f"PRAGMA index_info({index[1]})").fetchall()]
+            for index in conn.execute(f"PRAGMA index_list({table})").fetchall()
+        ]
+        for columns in keys.values():
+            assert any(ix[: len(columns)] == columns for ix in indexed), (table, columns)
