@@ -18,7 +18,30 @@ __all__ = ["APPLICATION_ID", "END_OF_LOG", "MIGRATIONS", "SCHEMA_VERSION", "SLOT
 #: ``PRAGMA application_id`` of a forkline_es database: "FKes" in ASCII.
 APPLICATION_ID: Final = 0x464B6573
 
-_V1: Final = """
+# The rules of the payload table, made by version 1 and again by version 3's new table.
+_PAYLOAD_TRIGGERS: Final = """
+CREATE TRIGGER payload_is_immutable BEFORE UPDATE ON payload
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: payload values are never updated');
+END;
+CREATE TRIGGER payload_deletes_only_recorded BEFORE DELETE ON payload
+WHEN NOT EXISTS (
+    SELECT 1 FROM log AS owner JOIN eviction AS e ON e.run_id = owner.run_id
+    WHERE owner.position = OLD.position
+) AND NOT EXISTS (
+    SELECT 1 FROM log AS owner
+    JOIN log AS r ON r.run_id = owner.run_id AND r.kind = 'payloads-removed'
+    JOIN json_each(r.body, '$.removed') AS j
+    WHERE owner.position = OLD.position
+      AND json_extract(j.value, '$[0]') = OLD.position
+      AND json_extract(j.value, '$[1]') = OLD.slot
+)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: a payload value is deleted only after its removal is recorded');
+END;
+"""
+
+_V1: Final = f"""
 CREATE TABLE log (
     position   INTEGER PRIMARY KEY AUTOINCREMENT,  -- global, never reused
     run_id     TEXT    NOT NULL,
@@ -60,27 +83,7 @@ BEGIN
     SELECT RAISE(ABORT, 'forkline_es: log rows are deleted only after their run''s eviction is recorded');
 END;
 
-CREATE TRIGGER payload_is_immutable BEFORE UPDATE ON payload
-BEGIN
-    SELECT RAISE(ABORT, 'forkline_es: payload values are never updated');
-END;
-
-CREATE TRIGGER payload_deletes_only_recorded BEFORE DELETE ON payload
-WHEN NOT EXISTS (
-    SELECT 1 FROM log AS owner JOIN eviction AS e ON e.run_id = owner.run_id
-    WHERE owner.position = OLD.position
-) AND NOT EXISTS (
-    SELECT 1 FROM log AS owner
-    JOIN log AS r ON r.run_id = owner.run_id AND r.kind = 'payloads-removed'
-    JOIN json_each(r.body, '$.removed') AS j
-    WHERE owner.position = OLD.position
-      AND json_extract(j.value, '$[0]') = OLD.position
-      AND json_extract(j.value, '$[1]') = OLD.slot
-)
-BEGIN
-    SELECT RAISE(ABORT, 'forkline_es: a payload value is deleted only after its removal is recorded');
-END;
-
+{_PAYLOAD_TRIGGERS}
 -- The completion feed (forkline_es.retention.feed): run-concluded rows by position.
 CREATE INDEX log_concluded ON log (position, run_id) WHERE kind = 'run-concluded';
 
@@ -193,28 +196,6 @@ def payload_ids(position: str) -> str:
     first = f"{position} * {SLOTS_PER_EVENT}"
     return f"BETWEEN {first} AND {first} + {SLOTS_PER_EVENT - 1}"
 
-
-_PAYLOAD_TRIGGERS: Final = """
-CREATE TRIGGER payload_is_immutable BEFORE UPDATE ON payload
-BEGIN
-    SELECT RAISE(ABORT, 'forkline_es: payload values are never updated');
-END;
-CREATE TRIGGER payload_deletes_only_recorded BEFORE DELETE ON payload
-WHEN NOT EXISTS (
-    SELECT 1 FROM log AS owner JOIN eviction AS e ON e.run_id = owner.run_id
-    WHERE owner.position = OLD.position
-) AND NOT EXISTS (
-    SELECT 1 FROM log AS owner
-    JOIN log AS r ON r.run_id = owner.run_id AND r.kind = 'payloads-removed'
-    JOIN json_each(r.body, '$.removed') AS j
-    WHERE owner.position = OLD.position
-      AND json_extract(j.value, '$[0]') = OLD.position
-      AND json_extract(j.value, '$[1]') = OLD.slot
-)
-BEGIN
-    SELECT RAISE(ABORT, 'forkline_es: a payload value is deleted only after its removal is recorded');
-END;
-"""
 
 # Version 3 moves payload values out of a WITHOUT ROWID table, which keeps at most about a
 # thousand bytes of a row on its page (a quarter of the usual limit) and spills the rest to
