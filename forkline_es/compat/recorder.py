@@ -23,7 +23,7 @@ import msgspec
 from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, import_hint, written_by_forkline
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
 from forkline_es.log.connection import Durability
-from forkline_es.log.events import ForklineLogged, Slot
+from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
 from forkline_es.recording.run import Run
 from forkline_es.redaction import RedactionPolicy
 from forkline_es.store import Store
@@ -102,7 +102,7 @@ class RunRecorder:
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).
         nonce = uuid.uuid4().hex[:12]
-        self._keys = (f"forkline:{nonce}:{n}" for n in itertools.count(1))
+        self._keys = (f"{ONE_OFF_KEY}{nonce}:{n}" for n in itertools.count(1))
 
     def close(self) -> None:
         self._handles.clear()

@@ -172,6 +172,11 @@ class ForklineLogged(Event, tag="forkline-logged", frozen=True):
     slots: Slots = {}
 
 
+#: The prefix of the key ``RunRecorder`` gives each ``log_event``: unique to the recorder and
+#: the call, so it is never asked again and a run's state need not remember it.
+ONE_OFF_KEY: Final = "forkline:"
+
+
 EventBody = (
     RunStarted
     | StepBegun

@@ -15,10 +15,12 @@ import msgspec
 from forkline_es.errors import Conflict, InvalidRequest
 from forkline_es.log.events import (
     ENTRY_KINDS,
+    ONE_OFF_KEY,
     ActionInvoked,
     ActionResult,
     ChildStarted,
     EventBody,
+    ForklineLogged,
     Recovered,
     RunConcluded,
     RunHeld,
@@ -159,7 +161,10 @@ class RunState:
         """Fold one event that is in the log (never called for a refused call)."""
         self.seq = seq
         self.last_digest = digest
-        self.keys[key] = (seq, entry, comparable(event, body))
+        # Remembering a RunRecorder call's key would grow a long run's state by about 500
+        # bytes an event, for a key never asked again (an import's keys are asked again).
+        if type(event) is not ForklineLogged or not key.startswith(ONE_OFF_KEY):
+            self.keys[key] = (seq, entry, comparable(event, body))
         path = getattr(event, "path", None) if entry is not None else None
         if entry is not None:
             self.entries = entry

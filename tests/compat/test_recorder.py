@@ -282,6 +282,19 @@ def test_two_recorders_interleave_on_one_run(db_path: Path) -> None:
             one.log_event(run_id, "input", {"n": 3})
 
 
+def test_a_long_run_is_not_remembered_event_by_event(recorder: fe.RunRecorder) -> None:
+    """Each call's key is unique, so neither the recorder's handle nor a resumed one keeps
+    them: a run of a million events would otherwise hold about 500 MB."""
+    run_id = recorder.start_run("x.py")
+    ids = [recorder.log_event(run_id, "input", {"n": n}) for n in range(1_000)]
+    assert ids == sorted(set(ids))
+    assert len(recorder._handles[run_id]._state.keys) == 1  # the start's
+    resumed = recorder.store.resume_run(run_id)
+    assert len(resumed._state.keys) == 1 and resumed._state.seq == 1_001
+    recorder.end_run(run_id)
+    assert [e["payload"]["n"] for e in recorder.get_events(run_id)] == list(range(1_000))
+
+
 def test_a_reopened_recorder_continues_a_run(db_path: Path) -> None:
     with fe.RunRecorder(db_path) as r:
         run_id = r.start_run("x.py")
