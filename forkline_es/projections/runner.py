@@ -119,8 +119,9 @@ class Projections:
         for projector in self.extra:
             for kind in projector.events:
                 self._folders.setdefault(kind, []).append(projector)
-        # Events no read model folds (artifacts, observations, Forkline events): an append
-        # of one skips the fold and only moves the run's cached seq on (``passed``).
+        # Events no read model folds (today Forkline's; artifacts and observations have
+        # projectors of their own): an append of one skips the fold and only moves the
+        # run's cached seq on (``passed``).
         self._inert = frozenset(
             t
             for t in get_args(EventBody)
