@@ -28,6 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 import forkline_es as fe
 from forkline_es.compat.recorder import logged_event
 from forkline_es.log.connection import Connection
+from forkline_es.log.events import ONE_OFF_KEY
 
 __all__ = [
     "ARTIFACT",
@@ -290,7 +291,7 @@ class HistoryMachine(RuleBasedStateMachine):
         payload = data.draw(st.dictionaries(st.sampled_from("ab"), st.integers() | st.text(max_size=4)))
         event, payloads = logged_event(fe.RedactionPolicy.none(), "note", payload)
         self.counter += 1
-        run._append_event(event, f"forkline:{self.counter}", payloads)
+        run._append_event(event, f"{ONE_OFF_KEY}{self.counter}", payloads)  # as RunRecorder's
 
     @precondition(_has_open)
     @rule(data=st.data())
