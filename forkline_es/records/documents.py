@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import msgspec
@@ -49,7 +49,8 @@ EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {
 #: A present slot's reference, always the slot's last member (``REF`` sorts after every
 #: name): ``,"~":[<position>,"<slot>"]}``; the group is the reference's own text.
 _REFERENCE: Final = re.compile(r',"' + re.escape(REF) + r'":\[(\d+,"[^"]+")\]\}')
-_REMOVED: Final = ',"~removed":true}'
+_MARKER: Final = "~removed"
+_REMOVED: Final = f',"{_MARKER}":true}}'
 
 
 def resolve_text(text: str, values: Values) -> tuple[str, bool]:
@@ -70,20 +71,30 @@ def resolve_text(text: str, values: Values) -> tuple[str, bool]:
     return "".join(parts), _REMOVED in resolved
 
 
-def _mark_removed(node: Any) -> None:
+def _slot_maps(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every payload inventory of a document or a step record, and nothing below them.
+
+    A user's map may hold any key, ``~removed`` too, so the removal marker is looked for
+    only in the slots themselves, never inside their values.
+    """
+    yield node.get("payloads", {})
+    for step in node.get("steps", {}).values():
+        yield step.get("payloads", {})
+    for entry in node.get("entries", ()):
+        yield entry.get("payloads", {})
+        yield entry.get("step", {}).get("payloads", {})
+
+
+def _mark_removed(node: dict[str, Any]) -> None:
     """Slots carrying the removal marker become state ``removed`` (rare: retention only)."""
-    if isinstance(node, dict):
-        if node.pop("~removed", None) is not None:
-            node["state"] = "removed"
-        for v in node.values():
-            _mark_removed(v)
-    elif isinstance(node, list):
-        for v in node:
-            _mark_removed(v)
+    for slots in _slot_maps(node):
+        for slot in slots.values():
+            if slot.pop(_MARKER, None) is not None:
+                slot["state"] = "removed"
 
 
 def finish(text: str, values: Values) -> str:
-    """Canonical JSON text of a fragment once its references are resolved."""
+    """Canonical JSON text of a document or a step record once its references are resolved."""
     resolved, removed = resolve_text(text, values)
     if not removed:
         return resolved

@@ -81,6 +81,23 @@ def test_payload_removal_keeps_every_mandatory_fact(store: fe.Store) -> None:
     assert len(event) == 1 and '"policy":"manual"' in event[0][0]
 
 
+def test_removal_leaves_user_keys_that_look_like_its_marker_alone(store: fe.Store) -> None:
+    """A user map may hold any key, the reader's private removal marker included."""
+    tricky = {"~removed": True, "~": [1, "x"], "state": "present", "nested": {"~removed": "v"}}
+    run = store.start_run("wf", inputs=tricky)
+    run.begin_step("s", arguments={"gone": 1})
+    run.end_step("s", "succeeded", result=tricky)
+    run.conclude("succeeded")
+    assert store.remove_payloads(run.id, ["arguments"]) == ((2, "arguments"),)
+    doc = store.get_run_record(run.id)
+    assert doc["payloads"]["inputs"]["value"] == fe.encode_value(tricky)
+    step = store.get_step_record(run.id, "s")
+    assert step == doc["steps"]["s"]
+    assert step["payloads"]["arguments"] == {"class": "arguments", "state": "removed"}
+    assert fe.decode_value(step["payloads"]["result"]["value"]) == tricky
+    assert store.export_run_record(run.id) == fe.canonical_json(doc)
+
+
 def test_payload_removal_refuses_active_and_unknown_runs(store: fe.Store) -> None:
     live = record(store, conclude=False)
     with pytest.raises(fe.Conflict):

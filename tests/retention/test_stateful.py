@@ -201,5 +201,5 @@ class RetentionMachine(HistoryMachine):
             super().teardown()
 
 
-RetentionMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25)
+RetentionMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=40)
 TestRetention = RetentionMachine.TestCase
