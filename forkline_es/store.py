@@ -40,7 +40,7 @@ from forkline_es.records import operations
 from forkline_es.retention import apply as retention
 from forkline_es.retention import feed
 from forkline_es.retention.policy import RetentionPolicy
-from forkline_es.values import is_digest, utc_now
+from forkline_es.values import is_digest, is_text, utc_now
 
 __all__ = ["Store"]
 
@@ -195,7 +195,7 @@ class Store:
         if not isinstance(pins, Mapping):
             raise InvalidRequest(f"pins is a map from artifact identity to digest, not {pins!r}")
         for k, v in pins.items():
-            if not isinstance(k, str) or not k or not isinstance(v, str) or not is_digest(v):
+            if not is_text(k) or not is_digest(v):
                 raise InvalidRequest(
                     f"pin {k!r}: {v!r} is not 'sha256:' followed by 64 lower-case hex digits"
                 )
@@ -203,6 +203,7 @@ class Store:
 
     def resume_run(self, run_id: str) -> Run:
         """A handle at the run's current state and generation, from any process."""
+        check_text(run_id, "run_id")
         state = RunState(run_id=run_id)
         with self.log.snapshot() as cur:
             for row in self.log.read_run(run_id, cur):
@@ -272,6 +273,8 @@ class Store:
 
     def metrics(self, workflow: str, name: str) -> MetricSummary | None:
         """count, mean, min, max, p50, p95 of ``name`` over ``workflow``'s runs; None if never measured."""
+        check_text(workflow, "workflow")
+        check_text(name, "a metric name")
         return artifact_sql.metric_summary(self.conn.cursor(), workflow, name)
 
     def verify_run(self, run_id: str, *, projections: bool = True) -> VerifyReport:

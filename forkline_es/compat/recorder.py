@@ -27,7 +27,7 @@ from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
 from forkline_es.recording.run import Run
 from forkline_es.redaction import RedactionPolicy
 from forkline_es.store import Store
-from forkline_es.values import canonical_json, sha256_digest
+from forkline_es.values import canonical_json, is_text, sha256_digest
 
 __all__ = ["STATUSES", "RunRecorder", "logged_event"]
 
@@ -57,8 +57,8 @@ def logged_event(
 
     A value JSON cannot carry is refused with ``invalid-value`` naming where it is.
     """
-    if not isinstance(event_type, str) or not event_type:
-        raise InvalidRequest(f"event_type must be a nonempty string, not {event_type!r}")
+    if not is_text(event_type):
+        raise InvalidRequest(f"event_type must be a nonempty string of Unicode text, not {event_type!r}")
     data = canonical_json(policy.redact(payload))
     event = ForklineLogged(
         event_type=event_type,
@@ -185,8 +185,8 @@ class RunRecorder:
         return run, seq
 
     def _resume(self, run_id: str) -> Run:
-        if not isinstance(run_id, str) or not run_id:
-            raise InvalidRequest(f"run_id must be a nonempty string, not {run_id!r}")
+        if not is_text(run_id):
+            raise InvalidRequest(f"run_id must be a nonempty string of Unicode text, not {run_id!r}")
         try:
             return self.store.resume_run(run_id)
         except RunNotRetained:
@@ -200,6 +200,8 @@ class RunRecorder:
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         """The run's row of the ``runs`` view as a dict, or None when there is no such run."""
+        if not is_text(run_id):
+            return None  # no run can have that identifier (Forkline too answers None)
         cur = self.store.conn.cursor()
         rows = cur.execute(_SELECT_RUN, (run_id,)).fetchall()
         return dict(zip(RUN_COLUMNS, rows[0], strict=True)) if rows else None
@@ -207,6 +209,8 @@ class RunRecorder:
     def get_events(self, run_id: str) -> list[dict[str, Any]]:
         """The run's events ordered by ``event_id``; ``payload`` decoded (None if removed)."""
         out: list[dict[str, Any]] = []
+        if not is_text(run_id):
+            return out  # no run can have that identifier
         with self.store.log.snapshot() as cur:
             for event_id, rid, ts, kind, payload in cur.execute(_SELECT_EVENTS, (run_id,)):
                 out.append(

@@ -33,6 +33,7 @@ from forkline_es.log.events import (
 )
 from forkline_es.log.rows import LogRow
 from forkline_es.paths import path_problem
+from forkline_es.values import is_text
 from forkline_es.vocabulary import (
     INVOKE_DISPATCH,
     RESULT_DISPATCH,
@@ -102,8 +103,8 @@ def check_word(value: object, allowed: frozenset[str], what: str) -> str:
 def check_text(value: object, what: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value:
-        raise InvalidRequest(f"{what} must be a nonempty string, not {value!r}")
+    if not is_text(value):
+        raise InvalidRequest(f"{what} must be a nonempty string of Unicode text, not {value!r}")
     return value
 
 

@@ -18,6 +18,7 @@ from forkline_es.records.documents import (
     finish,
     referenced_values,
 )
+from forkline_es.values import is_text
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -26,8 +27,8 @@ __all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs"
 
 
 def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
-    if not isinstance(run_id, str) or not run_id:
-        raise InvalidRequest(f"a run identifier is a nonempty string, not {run_id!r}")
+    if not is_text(run_id):
+        raise InvalidRequest(f"a run identifier is a nonempty string of Unicode text, not {run_id!r}")
     summary = store.projections.persist.load_summary(cur, run_id)
     if summary is not None:
         return summary
@@ -41,8 +42,8 @@ def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
 
 
 def list_runs(store: Store, workflow: str | None = None) -> list[dict[str, Any]]:
-    if workflow is not None and not isinstance(workflow, str):
-        raise InvalidRequest(f"a workflow identity is a string, not {workflow!r}")
+    if workflow is not None and not (workflow == "" or is_text(workflow)):
+        raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {workflow!r}")
     with store.log.snapshot() as cur:
         return [render_listed(s) for s in store.projections.persist.load_summaries(cur, workflow)]
 

@@ -31,7 +31,7 @@ from forkline_es.retention.policy import (
     parse_duration,
     plan_retention,
 )
-from forkline_es.values import utc_now
+from forkline_es.values import is_text, utc_now
 from forkline_es.values._time import parse_instant
 from forkline_es.vocabulary import TERMINAL_OUTCOMES
 
@@ -274,9 +274,9 @@ def evict_run(
     Refuses (``conflict``) a non-terminal run, and, unless ``force``, a run that a
     registered consumer has not acknowledged or whose parent is retained.
     """
-    if not isinstance(run_id, str) or not run_id:
-        raise InvalidRequest(f"a run identifier is a nonempty string, not {run_id!r}")
-    if not isinstance(reason, str) or not reason:
+    if not is_text(run_id):
+        raise InvalidRequest(f"a run identifier is a nonempty string of Unicode text, not {run_id!r}")
+    if not is_text(reason):
         raise InvalidRequest("an eviction needs a reason: a nonempty string saying why")
     conn = store.conn
     try:

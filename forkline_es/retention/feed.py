@@ -19,7 +19,7 @@ from forkline_es._logging import get_logger
 from forkline_es.errors import InvalidRequest
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import end_of_log
-from forkline_es.values import utc_now
+from forkline_es.values import is_text, utc_now
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -66,8 +66,8 @@ class Consumer:
 
 
 def _check_name(name: object) -> str:
-    if not isinstance(name, str) or not name:
-        raise InvalidRequest(f"a consumer name is a nonempty string, not {name!r}")
+    if not is_text(name):
+        raise InvalidRequest(f"a consumer name is a nonempty string of Unicode text, not {name!r}")
     return name
 
 

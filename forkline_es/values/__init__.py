@@ -1,6 +1,6 @@
 """Typed values, canonical JSON and digests: the only encoder and hasher of forkline_es."""
 
-from forkline_es.values._canonical import canonical_json
+from forkline_es.values._canonical import canonical_json, is_text
 from forkline_es.values._digest import is_digest, sha256_digest
 from forkline_es.values._file import FileRef
 from forkline_es.values._time import (
@@ -30,6 +30,7 @@ __all__ = [
     "encode_value",
     "encode_value_json",
     "is_digest",
+    "is_text",
     "parse_canonical_timestamp",
     "sha256_digest",
     "utc_now",

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TypeGuard
 
 import msgspec
 
 from forkline_es.values._paths import Refused, refused_to_invalid
 
-__all__ = ["ENCODER", "MAX_JSON_DEPTH", "SURROGATE", "canonical_json"]
+__all__ = ["ENCODER", "MAX_JSON_DEPTH", "SURROGATE", "canonical_json", "is_text"]
 
 ENCODER = msgspec.json.Encoder(order="sorted")
 # Deep enough for 256 levels of typed values (two JSON levels each) inside a document,
@@ -31,6 +32,17 @@ MAX_JSON_DEPTH = 600
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 _isfinite = math.isfinite
+
+
+def is_text(value: object) -> TypeGuard[str]:
+    """A nonempty ``str`` that UTF-8 can encode: what every name and identifier must be.
+
+    A lone surrogate would otherwise reach SQLite or the encoder and fail there as a
+    ``UnicodeEncodeError`` instead of a coded refusal.
+    """
+    return type(value) is str and value != "" and (value.isascii() or SURROGATE.search(value) is None)
+
+
 _Raw = msgspec.Raw
 
 

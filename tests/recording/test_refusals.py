@@ -15,6 +15,7 @@ from .helpers import ARTIFACT, snapshot
 Call = Callable[[fe.Run], Any]
 
 NAN = float("nan")
+LONE = "x\ud800"
 MALFORMED = ["", "a//b", "/a", "a/", "01", "a b", "$", "x" * 1025, "/".join(["a"] * 65), 7, None]
 
 
@@ -92,6 +93,16 @@ INVALID_REQUEST: list[tuple[str, Call]] = [
     ("recover bool entry", lambda r: r.recover([True])),  # type: ignore[list-item]
     ("recover an entry twice", lambda r: r.recover([4, 4])),
     ("empty idempotency key", lambda r: r.begin_step("c", key="")),
+    # Text UTF-8 cannot encode (a lone surrogate) is refused before it reaches SQLite.
+    ("lone surrogate operation", lambda r: r.invoke("c", 1, LONE, ARTIFACT, "not-dispatched")),
+    ("lone surrogate result code", lambda r: r.result("a", 1, "failed", code=LONE)),
+    ("lone surrogate end_step code", lambda r: r.end_step("a", "failed", code=LONE)),
+    ("lone surrogate child run id", lambda r: r.child("a", LONE)),
+    ("lone surrogate hold reason", lambda r: r.hold(LONE)),
+    ("lone surrogate conclude reason", lambda r: r.conclude("failed", reason=LONE)),
+    ("lone surrogate idempotency key", lambda r: r.begin_step("c", key=LONE)),
+    ("lone surrogate artifact name", lambda r: r.add_artifact(LONE, b"x")),
+    ("lone surrogate metric name", lambda r: r.observe(LONE, 1)),
 ]
 
 INVALID_VALUE: list[tuple[str, Call]] = [
