@@ -99,19 +99,33 @@ def echo_json(value: Any) -> None:
     click.echo(data.decode())
 
 
+#: Tab-separated output escapes what would break a line or a column, as PostgreSQL's COPY
+#: text format does: backslash, tab, newline and carriage return.
+_TSV_ESCAPES: Final = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """A rich table on a terminal; tab-separated plain text when piped."""
+    """A rich table on a terminal; tab-separated plain text when piped.
+
+    Recorded text goes into the table as ``rich.text.Text``, never as markup: a workflow
+    named ``[bold]`` or a reason with ``[link=...]`` is shown as written.
+    """
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=title)
+        table = Table(title=None if title is None else Text(title))
         for c in columns:
             table.add_column(c)
         for r in rows:
-            table.add_row(*("" if v is None else str(v) for v in r))
+            table.add_row(*(Text(_cell(v)) for v in r))
         Console().print(table)
         return
     click.echo("\t".join(columns))
     for r in rows:
-        click.echo("\t".join("" if v is None else str(v) for v in r))
+        click.echo("\t".join(_cell(v).translate(_TSV_ESCAPES) for v in r))

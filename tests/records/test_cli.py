@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import apsw
+import pytest
 from click.testing import CliRunner
 
+import forkline_es as fe
 from forkline_es.cli import main
 
 
@@ -58,3 +62,50 @@ def test_rebuild_and_check(sample_db: Path) -> None:
     code, out = invoke("rebuild", "--db", str(sample_db))
     assert code == 0 and "events" in out
     assert invoke("rebuild", "--check", "--db", str(sample_db))[0] == 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _recorded_with_markup(db: Path) -> None:
+    store = fe.Store.open(db)
+    run = store.start_run("w[/bold]", run_id="r1", name="[red]Name[/red] :smile:")
+    run.begin_step("a")
+    run.end_step("a", "failed", code="[/i]")
+    run.conclude("failed", reason="[link=http://example.com]see[/link]\tand\nmore\\", code="C")
+    store.close()
+
+
+@pytest.mark.parametrize("args", [["runs"], ["show", "r1"], ["step", "r1", "a"]])
+def test_recorded_text_is_shown_as_written_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """Rich would read ``[/bold]`` as markup (and fail on it) and ``:smile:`` as an emoji."""
+    db = tmp_path / "runs.db"
+    _recorded_with_markup(db)
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit) as done:
+        main.main([*args, "--db", str(db)], prog_name="forkline-es")
+    assert done.value.code == 0
+    out = screen.getvalue()
+    if args == ["step", "r1", "a"]:
+        assert "[/i]" in out
+    else:
+        assert "w[/bold]" in out
+    if args == ["show", "r1"]:
+        assert "[red]Name[/red] :smile:" in out and "[link=http://example.com]see[/link]" in out
+        assert "\x1b]8;" not in out  # no terminal hyperlink escape
+
+
+def test_piped_tables_escape_tabs_newlines_and_backslashes(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    _recorded_with_markup(db)
+    code, out = invoke("show", "r1", "--db", str(db))
+    assert code == 0
+    reason = [line for line in out.splitlines() if line.startswith("reason\t")]
+    assert reason == ["reason\t[link=http://example.com]see[/link]\\tand\\nmore\\\\"]
+    assert all(line.count("\t") == out.splitlines()[0].count("\t") for line in out.splitlines()[:8])
