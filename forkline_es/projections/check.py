@@ -39,9 +39,6 @@ __all__ = [
     "table_rows",
 ]
 
-#: Differences reported per table before the rest are summarised in one line.
-MAX_REPORTED: Final = 50
-
 Progress = Callable[[int, int], None]
 
 
@@ -90,8 +87,6 @@ def _differences(
             found.append(f"{table} {key!r}: {what} has {b[key]!r}, live has no such row")
         elif a[key] != b[key]:
             found.append(f"{table} {key!r}: " + _changed(a[key], b[key], what, columns))
-    if len(found) > MAX_REPORTED:
-        found[MAX_REPORTED:] = [f"{table}: {len(found) - MAX_REPORTED} more differing rows"]
     return found
 
 

@@ -64,6 +64,25 @@ def test_rebuild_and_check(sample_db: Path) -> None:
     assert invoke("rebuild", "--check", "--db", str(sample_db))[0] == 0
 
 
+def test_check_reports_every_difference(tmp_path: Path) -> None:
+    """'reports each difference': 120 altered rows are 120 lines, none summarised away."""
+    db = tmp_path / "runs.db"
+    store = fe.Store.open(db)
+    for i in range(120):
+        store.start_run("wf", run_id=f"r{i:03}").conclude("succeeded")
+    store.close()
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE run_summary SET status = 'failed'")
+    conn.close()
+    code, out = invoke("rebuild", "--check", "--db", str(db))
+    assert code == 1
+    assert sorted(line.split(":")[0] for line in out.splitlines()) == [
+        f"run_summary ('r{i:03}',)" for i in range(120)
+    ]
+    code, out = invoke("rebuild", "--check", "--json", "--db", str(db))
+    assert code == 1 and len(json.loads(out)["differences"]) == 120
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
