@@ -7,6 +7,7 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "check_recover_shape",
     "check_text",
     "check_word",
+    "orphaned_by",
 ]
 
 #: The events ``RunState.apply`` folds beyond seq, digest, key and entry facts.
@@ -313,6 +315,13 @@ class RunState:
                 )
             if fact.superseded:
                 raise Conflict(f"entry {n} is already superseded")
+        for orphan, partner in orphaned_by(self.facts, seqs):
+            fact = self.facts[orphan - 1]
+            raise Conflict(
+                f"recovery supersedes entry {partner} but not entry {orphan}, the "
+                f"{ENTRY_KINDS[fact.log_kind]} of {fact.path!r} that depends on it; "
+                "supersede both or neither"
+            )
         return sorted(seqs)
 
     def check_conclude(self, status: object, has_outputs: bool) -> None:
@@ -320,6 +329,35 @@ class RunState:
         check_word(status, TERMINAL_OUTCOMES, "conclude status")
         if has_outputs and status != "succeeded":
             raise InvalidRequest("outputs are applicable only to a succeeded run")
+
+
+def orphaned_by(facts: list[EntryFact], supersedes: Iterable[int]) -> list[tuple[int, int]]:
+    """(entry, partner): active entries a recovery superseding ``supersedes`` would leave
+    without the entry they depend on.
+
+    A result depends on its invoke (the path's attempt; attempts are never reused) and a
+    step's end on the begin it closed (the path's latest active begin before it). Either
+    one left active alone is what decisions.md refuses at append time ("a result without
+    its invoke"), and the step's current facts could no longer be read from active entries.
+    """
+    chosen = set(supersedes)
+    invokes = {
+        (f.path, f.attempt): f.entry for f in facts if f.entry in chosen and f.log_kind == "action-invoked"
+    }
+    begun: dict[str | None, int] = {}
+    out: list[tuple[int, int]] = []
+    for f in facts:
+        if f.superseded:
+            continue
+        if f.log_kind == "step-begun":
+            begun[f.path] = f.entry
+        elif f.entry in chosen:
+            continue
+        elif f.log_kind == "step-ended" and begun.get(f.path) in chosen:
+            out.append((f.entry, begun[f.path]))
+        elif f.log_kind == "action-result" and (f.path, f.attempt) in invokes:
+            out.append((f.entry, invokes[f.path, f.attempt]))
+    return out
 
 
 def check_recover_shape(supersedes: object) -> list[int]:

@@ -29,6 +29,7 @@ import forkline_es as fe
 from forkline_es.compat.recorder import logged_event
 from forkline_es.log.connection import Connection
 from forkline_es.log.events import ONE_OFF_KEY
+from forkline_es.recording.state import orphaned_by
 
 __all__ = [
     "ARTIFACT",
@@ -306,6 +307,8 @@ class HistoryMachine(RuleBasedStateMachine):
         self.handles[run_id] = run
         work = [f.entry for f in run._state.facts if f.log_kind in _WORK_KINDS and not f.superseded]
         supersedes = data.draw(st.lists(st.sampled_from(work), unique=True) if work else st.just([]))
+        # A result goes with its invoke and a step's end with its begin (else a conflict).
+        supersedes += [orphan for orphan, _ in orphaned_by(run._state.facts, supersedes)]
         run.recover(supersedes)
 
     @precondition(_has_open)

@@ -144,6 +144,7 @@ CONFLICT: list[tuple[str, Call]] = [
     ("recover supersedes unknown (0)", lambda r: r.recover([0])),
     ("recover supersedes a later entry", lambda r: r.recover([9])),
     ("recover supersedes far beyond", lambda r: r.recover([4, 1000])),
+    ("recover supersedes a begin but not its end", lambda r: r.recover([6])),
     ("different call under a default key", lambda r: r.begin_step("a", arguments={"x": 1})),
     ("different call under an override key", lambda r: r.end_step("a", "failed", key="begin:1:a")),
 ]
@@ -173,6 +174,29 @@ def test_invalid_value(store: fe.Store, name: str, call: Call) -> None:
 @pytest.mark.parametrize(("name", "call"), CONFLICT, ids=[n for n, _ in CONFLICT])
 def test_conflict(store: fe.Store, name: str, call: Call) -> None:
     _refused(store, call, fe.Conflict, "conflict")
+
+
+def test_a_recovery_keeps_results_with_their_invokes_and_ends_with_their_begins(store: fe.Store) -> None:
+    """Active entries must never hold a result without its invoke (decisions.md) or an end
+    without its begin: the step's facts are read from the active entries."""
+    run = store.start_run("wf")
+    run.begin_step("a", arguments={"x": 1})  # 2
+    run.invoke("a", 1, "op", ARTIFACT, "not-dispatched")  # 3
+    run.result("a", 1, "succeeded", result=1)  # 4
+    before = snapshot(store)
+    for orphaning in ([3], [2, 3]):
+        with pytest.raises(fe.Conflict, match="not entry 4, the result of 'a'"):
+            run.recover(orphaning)
+    assert snapshot(store) == before
+    run.end_step("a", "succeeded")  # 5
+    with pytest.raises(fe.Conflict, match="not entry 5, the step of 'a'"):
+        run.recover([2])
+    assert run.recover([3, 4]) == 1  # the attempt goes; the step keeps its begin and end
+    doc = store.get_run_record(run.id)
+    assert doc["steps"]["a"]["status"] == "ended"
+    assert [e["seq"] for e in doc["entries"]] == [1, 2, 3, 4, 5, 6]
+    assert run.recover([2, 5]) == 2  # the whole occurrence goes
+    assert "a" not in store.get_run_record(run.id)["steps"]
 
 
 AFTER_CONCLUDE: list[tuple[str, Call]] = [

@@ -38,6 +38,7 @@ class Entry:
     path: str | None = None
     generation: int = 0
     superseded: bool = False
+    attempt: int | None = None
 
 
 @dataclass
@@ -65,6 +66,31 @@ class Model:
             elif status is None:
                 status = "active"
         return status, begun
+
+    def orphans(self, supersedes: list[int]) -> bool:
+        """Would superseding these leave an active result without its invoke, or an active
+        end without the begin it closed (the path's last active begin before it)?"""
+        chosen = set(supersedes)
+        for i, e in enumerate(self.entries, 1):
+            if e.superseded or i in chosen:
+                continue
+            if e.kind == "result":
+                invoke = next(
+                    j
+                    for j, x in enumerate(self.entries, 1)
+                    if x.kind == "invoke" and (x.path, x.attempt) == (e.path, e.attempt)
+                )
+                if invoke in chosen:
+                    return True
+            elif e.kind == "end":
+                begins = [
+                    j
+                    for j, x in enumerate(self.entries[: i - 1], 1)
+                    if x.kind == "begin" and x.path == e.path and not x.superseded
+                ]
+                if begins and begins[-1] in chosen:
+                    return True
+        return False
 
     def keyed(self, key: tuple[Any, ...], signature: Any) -> Outcome | None:
         if key in self.keys:
@@ -156,7 +182,7 @@ class RecordingMachine(RuleBasedStateMachine):
             out = m.keyed(key, dispatch) or (
                 CONFLICT
                 if m.concluded or status == "ended" or attempt <= m.max_attempt.get(path, 0)
-                else m.append(key, dispatch, Entry("invoke", path, m.generation))
+                else m.append(key, dispatch, Entry("invoke", path, m.generation, attempt=attempt))
             )
             if out[0] == "append":
                 m.max_attempt[path] = attempt
@@ -177,7 +203,7 @@ class RecordingMachine(RuleBasedStateMachine):
             out = m.keyed(key, dispatch) or (
                 CONFLICT
                 if m.concluded or (path, attempt) not in m.open_invokes
-                else m.append(key, dispatch, Entry("result", path, m.generation))
+                else m.append(key, dispatch, Entry("result", path, m.generation, attempt=attempt))
             )
             if out[0] == "append":
                 m.open_invokes.discard((path, attempt))
@@ -235,11 +261,15 @@ class RecordingMachine(RuleBasedStateMachine):
         m = self.model
         if len(set(supersedes)) != len(supersedes):
             out = BAD_REQUEST
-        elif m.concluded or any(
-            not 1 <= n <= len(m.entries)
-            or m.entries[n - 1].kind in ("start", "recovery")
-            or m.entries[n - 1].superseded
-            for n in supersedes
+        elif (
+            m.concluded
+            or any(
+                not 1 <= n <= len(m.entries)
+                or m.entries[n - 1].kind in ("start", "recovery")
+                or m.entries[n - 1].superseded
+                for n in supersedes
+            )
+            or m.orphans(supersedes)
         ):
             out = CONFLICT
         else:
