@@ -74,9 +74,14 @@ def refusals() -> Iterator[None]:
 
 
 def open_for_read(db: str) -> Store:
-    """Open an existing database; a missing one is an error that suggests the demo."""
-    if not os.path.exists(db):
-        fail(f"no database at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
+    """Open an existing database; a missing one is an error that suggests the demo.
+
+    An empty file counts as missing: SQLite would take it for an empty database, and
+    opening it would write a schema into it, which a read never does.
+    """
+    if not os.path.exists(db) or os.path.getsize(db) == 0:
+        what = "an empty file" if os.path.exists(db) else "no database"
+        fail(f"{what} at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
     return open_for_write(db)
 
 

@@ -85,12 +85,14 @@ def diff(
 def export(run: str, as_baseline: bool, db: str, as_json: bool) -> None:
     """Print RUN's record document as canonical JSON (e.g. `> run.golden.json`).
 
-    The output is JSON either way; --json is accepted like on every read command.
+    Piped, the output is exactly the canonical bytes (a file written this way has the
+    document's digest); a terminal gets a final newline too. The output is JSON either
+    way; --json is accepted like on every read command.
     """
     store = open_for_read(db)
     with store, refusals():
         data = export_baseline(store, run) if as_baseline else store.export_run_record(run)
-    click.echo(data.decode())
+    click.echo(data, nl=sys.stdout.isatty())  # bytes go to the binary stream as they are
 
 
 COMMANDS: list[click.Command] = [diff, export]

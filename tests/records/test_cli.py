@@ -128,3 +128,14 @@ def test_piped_tables_escape_tabs_newlines_and_backslashes(tmp_path: Path) -> No
     reason = [line for line in out.splitlines() if line.startswith("reason\t")]
     assert reason == ["reason\t[link=http://example.com]see[/link]\\tand\\nmore\\\\"]
     assert all(line.count("\t") == out.splitlines()[0].count("\t") for line in out.splitlines()[:8])
+
+
+@pytest.mark.parametrize("args", [["runs"], ["show", "r1"], ["log", "r1"], ["rebuild", "--check"]])
+def test_a_read_never_turns_a_missing_or_empty_file_into_a_database(tmp_path: Path, args: list[str]) -> None:
+    missing, empty = tmp_path / "missing.db", tmp_path / "empty.db"
+    empty.touch()
+    for db in (missing, empty):
+        code, out = invoke(*args, "--db", str(db))
+        assert code == 2 and "forkline-es demo" in out
+    assert not missing.exists()
+    assert empty.stat().st_size == 0

@@ -63,7 +63,7 @@ def test_export_and_diff_against_a_baseline(db_path: Path, tmp_path: Path) -> No
     runner = CliRunner()
     full = runner.invoke(main, ["export", "--db", str(db_path), a])
     with fe.Store.open(db_path) as store:
-        assert full.output.encode() == store.export_run_record(a) + b"\n"
+        assert full.stdout_bytes == store.export_run_record(a)  # piped: the bytes exactly
     golden = tmp_path / "run.golden.json"
     exported = runner.invoke(main, ["export", "--db", str(db_path), "--baseline", a])
     assert exported.exit_code == 0 and a not in exported.output
