@@ -160,6 +160,29 @@ def _judge(path: str, app_id: int, version: int, objects: int) -> None:
         )
 
 
+def _user_version(conn: Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchall()[0][0])
+
+
+def _migration_step(conn: Connection, path: str, version: int) -> None:
+    """Schema ``version`` to ``version + 1``, inside the caller's write transaction."""
+    if version == 0:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    try:
+        conn.execute(MIGRATIONS[version])
+    except apsw.ConstraintError as e:  # a trigger refused a row the step copies
+        raise StoreError(
+            f"{path}: migrating to schema version {version + 1} stopped: {e}; nothing was changed"
+        ) from None
+    broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        raise StoreError(
+            f"{path}: migrating to schema version {version + 1} would break "
+            f"{len(broken)} foreign key reference(s), e.g. {broken[0]}; nothing was changed"
+        )
+    conn.execute(f"PRAGMA user_version = {version + 1}")
+
+
 def _migrate(conn: Connection, path: str, current: int) -> None:
     """Step user_version from ``current`` to SCHEMA_VERSION, one transaction per step.
 
@@ -172,22 +195,18 @@ def _migrate(conn: Connection, path: str, current: int) -> None:
     conn.execute("PRAGMA legacy_alter_table = ON")
     try:
         for version in range(current, SCHEMA_VERSION):
-            with conn:  # savepoint: migrations are rare, clarity beats speed here
-                if version == 0:
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                try:
-                    conn.execute(MIGRATIONS[version])
-                except apsw.ConstraintError as e:  # a trigger refused a row the step copies
-                    raise StoreError(
-                        f"{path}: migrating to schema version {version + 1} stopped: {e}; nothing was changed"
-                    ) from None
-                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
-                if broken:
-                    raise StoreError(
-                        f"{path}: migrating to schema version {version + 1} would break "
-                        f"{len(broken)} foreign key reference(s), e.g. {broken[0]}; nothing was changed"
-                    )
-                conn.execute(f"PRAGMA user_version = {version + 1}")
+            # The write lock first, then the version again: another process opening the
+            # same new file at the same moment may have taken this step already.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if _user_version(conn) > version:
+                    conn.execute("COMMIT")
+                    continue
+                _migration_step(conn, path, version)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
             _log.info("schema_migrated", path=path, to_version=version + 1)
     finally:
         conn.execute("PRAGMA legacy_alter_table = OFF")

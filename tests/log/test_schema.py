@@ -120,6 +120,39 @@ CASES: list[tuple[Callable[[Path], None], str]] = [
 ]
 
 
+_OPEN_AT_ONCE = """
+import os, sys, time
+import forkline_es as fe
+db, barrier = sys.argv[1], sys.argv[2]
+while not os.path.exists(barrier):
+    time.sleep(0.0005)
+with fe.Store.open(db) as store:
+    store.start_run("wf")
+"""
+
+
+def test_processes_creating_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """Each process reads the schema version, then takes the write lock and reads it again:
+    the steps another process took meanwhile are not taken twice ('table log already exists')."""
+    for trial in range(3):
+        db, barrier = tmp_path / f"runs-{trial}.db", tmp_path / f"go-{trial}"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT_ONCE, str(db), str(barrier)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(5)
+        ]
+        barrier.touch()
+        outputs = [p.communicate(timeout=60)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 5, outputs
+        with fe.Store.open(db) as store:
+            assert len(store.list_runs()) == 5
+            assert store.conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION
+
+
 @pytest.mark.parametrize(("make", "says"), CASES, ids=[make.__name__.strip("_") for make, _ in CASES])
 @pytest.mark.parametrize("durability", ["normal", "full"])
 def test_a_file_that_is_not_ours_is_refused_and_left_byte_for_byte(
