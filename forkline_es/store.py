@@ -71,10 +71,15 @@ def _taken(run_id: str) -> None:
 class Store:
     """A forkline_es database. Open with ``Store.open(path)``; use as a context manager."""
 
-    def __init__(self, conn: Connection, path: str, redaction: Any = None) -> None:
-        self.conn = conn
+    def __init__(
+        self,
+        conn: Connection,
+        path: str,
+        redaction: Any = None,
+        reopen: Callable[[], Connection] | None = None,
+    ) -> None:
         self.path = path
-        self.log = EventLog(conn)
+        self.log = EventLog(conn, reopen)
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
@@ -106,16 +111,21 @@ class Store:
         ``withheld`` and never reaches the disk.
         """
         conn = open_connection(path, durability)
-        store = cls(conn, os.fspath(path), redaction)
+        store = cls(conn, os.fspath(path), redaction, reopen=lambda: open_connection(path, durability))
         try:
             store.projections.ensure()
         except BaseException:
-            conn.close()
+            store.log.close()
             raise
         return store
 
+    @property
+    def conn(self) -> Connection:
+        """The store's apsw connection (replaced if another SQLite deleted its WAL: ``log.wal``)."""
+        return self.log.connection()
+
     def close(self) -> None:
-        self.conn.close()
+        self.log.close()
 
     def __enter__(self) -> Store:
         return self

@@ -16,10 +16,12 @@ from typing import Final, TypeVar
 import apsw
 import msgspec
 
+from forkline_es._logging import get_logger
 from forkline_es.errors import Conflict, ForklineError, StoreError
 from forkline_es.log.connection import Connection, Cursor
 from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
 from forkline_es.log.schema import END_OF_LOG, SLOTS_PER_EVENT, payload_ids
+from forkline_es.log.wal import WalWatch, release
 
 __all__ = ["EventLog", "end_of_log", "translate"]
 
@@ -32,6 +34,7 @@ _INSERT_ROW: Final = (
 )
 _INSERT_PAYLOAD: Final = "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, ?, ?)"
 _READ_BATCH: Final = 5_000
+_log = get_logger("forkline_es.log")
 
 
 def translate(error: apsw.Error, what: str) -> ForklineError:
@@ -54,10 +57,35 @@ def end_of_log(cur: Cursor) -> int:
 
 
 class EventLog:
-    """Appends to and reads from the ``log`` and ``payload`` tables of one connection."""
+    """Appends to and reads from the ``log`` and ``payload`` tables of one connection.
 
-    def __init__(self, conn: Connection) -> None:
+    Given ``reopen``, the log watches the connection's WAL file (``log.wal``) and, before
+    each transaction or read, replaces a connection whose WAL another copy of SQLite in
+    this process deleted (Python's ``sqlite3`` module closing a connection to our file).
+    """
+
+    def __init__(self, conn: Connection, reopen: Callable[[], Connection] | None = None) -> None:
         self.conn = conn
+        self._reopen = reopen
+        self._wal = WalWatch(conn.filename) if reopen is not None else None
+
+    def connection(self) -> Connection:
+        """The live connection, replaced first if its WAL was deleted under it."""
+        wal = self._wal
+        if wal is not None and wal.deleted() and not self.conn.in_transaction:
+            assert self._reopen is not None
+            path = self.conn.filename
+            release(self.conn)
+            wal.close()
+            self.conn = self._reopen()
+            self._wal = WalWatch(path)
+            _log.warning("wal_deleted_reconnected", path=path)
+        return self.conn
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._wal is not None:
+            self._wal.close()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -71,7 +99,7 @@ class EventLog:
         ``then(cursor, positions)`` runs inside the same transaction; if it raises,
         nothing of the batch is kept.
         """
-        cur = self.conn.cursor()
+        cur = self.connection().cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
         except apsw.Error as e:
@@ -125,7 +153,7 @@ class EventLog:
     @contextmanager
     def transaction(self, what: str) -> Iterator[Cursor]:
         """A write transaction for the rare paths (retention, rebuild): BEGIN IMMEDIATE."""
-        cur = self.conn.cursor()
+        cur = self.connection().cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
         except apsw.Error as e:
@@ -142,7 +170,7 @@ class EventLog:
     @contextmanager
     def snapshot(self) -> Iterator[Cursor]:
         """A read transaction: every statement inside sees one coherent state."""
-        cur = self.conn.cursor()
+        cur = self.connection().cursor()
         if self.conn.in_transaction:  # already inside a caller's transaction
             yield cur
             return
@@ -156,21 +184,21 @@ class EventLog:
 
     def read_run(self, run_id: str, cur: Cursor | None = None) -> Iterator[LogRow]:
         """One run's events in seq order, streamed."""
-        c = cur if cur is not None else self.conn.cursor()
+        c = cur if cur is not None else self.connection().cursor()
         for row in c.execute(f"SELECT {_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq", (run_id,)):
             yield LogRow(*row)
 
     def read_run_from(self, run_id: str, seq: int, limit: int = -1) -> Iterator[LogRow]:
         """One run's events from ``seq`` on, in seq order."""
         sql = f"SELECT {_COLUMNS} FROM log WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
-        for row in self.conn.execute(sql, (run_id, seq, limit)):
+        for row in self.connection().execute(sql, (run_id, seq, limit)):
             yield LogRow(*row)
 
     def read_from(self, position: int = 0, batch: int = _READ_BATCH) -> Iterator[LogRow]:
         """The whole log after ``position`` in position order, fetched in bounded batches."""
         sql = f"SELECT {_COLUMNS} FROM log WHERE position > ? ORDER BY position LIMIT ?"
         while True:
-            rows = self.conn.execute(sql, (position, batch)).fetchall()
+            rows = self.connection().execute(sql, (position, batch)).fetchall()
             if not rows:
                 return
             for row in rows:
@@ -179,7 +207,7 @@ class EventLog:
 
     def run_payloads(self, run_id: str, cur: Cursor | None = None) -> list[tuple[int, str, str]]:
         """(position, slot, value) of every payload value still stored for the run's events."""
-        c = cur if cur is not None else self.conn.cursor()
+        c = cur if cur is not None else self.connection().cursor()
         sql = (
             "SELECT p.position, p.slot, p.value FROM log AS l "
             f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?"
@@ -188,7 +216,7 @@ class EventLog:
 
     def payloads(self, positions: Sequence[int], cur: Cursor | None = None) -> dict[tuple[int, str], str]:
         """Payload values still stored for the given events, keyed by (position, slot)."""
-        c = cur if cur is not None else self.conn.cursor()
+        c = cur if cur is not None else self.connection().cursor()
         sql = (
             "SELECT p.position, p.slot, p.value FROM json_each(?) AS j "
             f"JOIN payload AS p ON p.id {payload_ids('j.value')}"
@@ -197,19 +225,19 @@ class EventLog:
         return {(position, slot): value for position, slot, value in rows}
 
     def max_position(self) -> int:
-        row = self.conn.execute("SELECT max(position) FROM log").fetchall()[0][0]
+        row = self.connection().execute("SELECT max(position) FROM log").fetchall()[0][0]
         return int(row or 0)
 
     def end_position(self) -> int:
         """The highest position ever given out: above ``max_position`` once the newest run is evicted."""
-        return end_of_log(self.conn.cursor())
+        return end_of_log(self.connection().cursor())
 
     def run_exists(self, run_id: str, cur: Cursor | None = None) -> bool:
-        c = cur if cur is not None else self.conn.cursor()
+        c = cur if cur is not None else self.connection().cursor()
         return bool(c.execute("SELECT 1 FROM log WHERE run_id = ? AND seq = 1", (run_id,)).fetchall())
 
     def eviction(self, run_id: str, cur: Cursor | None = None) -> tuple[str, str, str | None] | None:
         """(at, reason, policy) of the run's eviction record, if one is kept."""
-        c = cur if cur is not None else self.conn.cursor()
+        c = cur if cur is not None else self.connection().cursor()
         rows = c.execute("SELECT at, reason, policy FROM eviction WHERE run_id = ?", (run_id,)).fetchall()
         return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
