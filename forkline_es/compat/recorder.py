@@ -46,6 +46,7 @@ STATUSES: Final[dict[str, tuple[str, str | None]]] = {
 _SELECT_RUN: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?"
 _SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE run_id = ? ORDER BY event_id"
 _POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
+_RACES: Final = 1_000  # appends lost in a row to other writers before giving up
 _HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
 _decode: Final = msgspec.json.decode
 
@@ -168,21 +169,31 @@ class RunRecorder:
         self._handles[run.id] = run
 
     def _append(self, run_id: str, call: Callable[[Run], int]) -> tuple[Run, int]:
-        """Run ``call(handle)``; a cached handle made stale by another writer is re-read once.
+        """Run ``call(handle)``; when other writers appended to the run first, catch up and retry.
 
-        Retrying with the same idempotency key is safe: if the first attempt did commit,
-        the fresh handle finds the key and returns the original seq.
+        Forkline lets several processes log to one run; here each such race is a seq
+        clash (``conflict``, nothing written). The handle then reads the rows appended
+        since and tries again, as long as each conflict comes with new rows; a conflict
+        with nothing new in the log (the run was ended) is the answer. Retrying is safe:
+        a call whose commit was not acknowledged is adopted by the handle (``Run._record``).
         """
         run = self._handles.get(run_id)
-        if run is not None:
+        if run is None:
+            run = self._resume(run_id)
+            self._remember(run)
+        for _ in range(_RACES):
             try:
                 return run, call(run)
             except Conflict:
-                self._handles.pop(run_id, None)  # re-read below: stale, or really refused
-        run = self._resume(run_id)
-        seq = call(run)
-        self._remember(run)
-        return run, seq
+                fresh = run._caught_up()
+                self._handles.pop(run_id, None)
+                if fresh is None:
+                    raise
+                run = fresh
+                self._remember(run)
+        raise Conflict(
+            f"run {run_id!r}: lost {_RACES} races for the next seq in a row to other writers; retry"
+        )
 
     def _resume(self, run_id: str) -> Run:
         if not is_text(run_id):

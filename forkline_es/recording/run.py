@@ -414,6 +414,16 @@ class Run:
         """Back to what the log says (after a batch that was not written)."""
         self._state = self._store.resume_run(self.id)._state
 
+    def _caught_up(self) -> Run | None:
+        """A new handle at the end of the log: this one's state plus the rows appended
+        since, read incrementally (a long run is not read again); None when nothing was
+        appended, so the refusal this handle met was not a race. This handle is spent."""
+        state = self._state
+        rows = list(self._store.log.read_run_from(self.id, state.seq + 1))
+        for row in rows:
+            state.apply_row(row)
+        return Run(self._store, state) if rows else None
+
     # -- the one append path ------------------------------------------------------------
 
     def _slots(self, **args: Any) -> tuple[dict[str, Any], tuple[tuple[str, bytes], ...]]:

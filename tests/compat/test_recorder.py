@@ -7,6 +7,9 @@ import math
 import os
 import platform
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -280,6 +283,46 @@ def test_two_recorders_interleave_on_one_run(db_path: Path) -> None:
         assert [e["payload"]["n"] for e in one.get_events(run_id)] == [0, 1, 2, 2]
         with pytest.raises(fe.Conflict):
             one.log_event(run_id, "input", {"n": 3})
+
+
+_LOG_AT_ONCE = """
+import os, sys, time
+import forkline_es as fe
+db, run_id, who, barrier = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+recorder = fe.RunRecorder(db_path=db)
+while not os.path.exists(barrier):
+    time.sleep(0.0005)
+for i in range(150):
+    recorder.log_event(run_id, "input", {"who": who, "i": i})
+print("done", flush=True)
+"""
+
+
+def test_processes_logging_to_one_run_at_once_lose_no_event(db_path: Path, tmp_path: Path) -> None:
+    """Forkline accepts this; here each race for the next seq is caught up and retried."""
+    with fe.RunRecorder(db_path) as recorder:
+        run_id = recorder.start_run("x.py")
+        barrier = tmp_path / "go"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _LOG_AT_ONCE, str(db_path), run_id, str(who), str(barrier)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for who in range(3)
+        ]
+        time.sleep(0.2)  # let the interpreters start, so that they race
+        barrier.touch()
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], outputs
+        events = recorder.get_events(run_id)
+        assert len(events) == 450
+        for who in range(3):  # each writer's events in its own order
+            assert [e["payload"]["i"] for e in events if e["payload"]["who"] == str(who)] == list(range(150))
+        recorder.end_run(run_id)
+        with pytest.raises(fe.Conflict):  # a real refusal is still one
+            recorder.log_event(run_id, "input", {})
 
 
 def test_a_long_run_is_not_remembered_event_by_event(recorder: fe.RunRecorder) -> None:
