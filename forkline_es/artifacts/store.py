@@ -133,6 +133,9 @@ class ArtifactFiles:
         target = self.root / staged.path
         if target.exists():
             staged.temp.unlink(missing_ok=True)  # same address, same content: never rewritten
+            # Touched: an orphan file reused by a new artifact is young again, so a gc
+            # sweeping concurrently keeps it within its grace period (``sweep``).
+            os.utime(target)
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staged.temp, target)

@@ -29,7 +29,7 @@ from forkline_es._logging import get_logger
 from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
 from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
-from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded
+from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, PayloadsRemoved
 from forkline_es.log.rows import LogRow, row_digest
 from forkline_es.projections.check import RunRefolder
 from forkline_es.values import canonical_json, sha256_digest
@@ -129,7 +129,7 @@ class Checksums:
         assert target is not None
         try:
             result = file_checksum(target)
-        except FileNotFoundError:
+        except OSError:  # gone, or no longer a readable file (a folder in its place): missing
             return None
         self.seen[relative] = result
         return result
@@ -217,6 +217,33 @@ def _payload_problems(row: LogRow, event: EventBody, values: dict[str, str]) -> 
     return found
 
 
+def _missing_values(
+    decoded: list[tuple[LogRow, EventBody]], payloads: dict[int, dict[str, str]]
+) -> list[Problem]:
+    """Slots recorded present whose value is gone though no payloads-removed event names it.
+
+    Retention deletes a value only after recording its removal (the triggers hold for any
+    client); a value gone without that record was deleted behind them, and the document
+    would pass it off as ``removed``.
+    """
+    removed = {(p, s) for _, e in decoded if isinstance(e, PayloadsRemoved) for p, s in e.removed}
+    found: list[Problem] = []
+    for row, event in decoded:
+        stored = payloads.get(row.position, {})
+        for slot, recorded in sorted((getattr(event, "slots", None) or {}).items()):
+            if recorded.state == "present" and slot not in stored and (row.position, slot) not in removed:
+                found.append(
+                    Problem(
+                        "payload-missing",
+                        row.seq,
+                        f"the value of slot {slot!r} at seq {row.seq} is gone, "
+                        "and no payloads-removed event records its removal",
+                        path=slot,
+                    )
+                )
+    return found
+
+
 def _artifact_problems(
     seq: int, event: ArtifactAdded, files: ArtifactFiles, sums: Checksums
 ) -> list[Problem]:
@@ -236,7 +263,7 @@ def _artifact_problems(
             Problem(
                 "artifact-missing",
                 seq,
-                f"artifact {event.name!r} (seq {seq}) is missing: no file at {where}",
+                f"artifact {event.name!r} (seq {seq}) is missing: no readable file at {where}",
                 event.path,
                 expected=event.sha256,
             )
@@ -290,7 +317,7 @@ def _manifest_problems(run_id: str, seq: int, event: ManifestRecorded, files: Ar
         return found
     try:
         on_disk = where.read_bytes()
-    except FileNotFoundError:
+    except OSError:  # gone, or not a readable file any more
         found.append(
             Problem(
                 "manifest-file-missing", seq, f"manifest.json of seq {seq} is missing: {where}", event.path
@@ -358,6 +385,7 @@ def verify_run(
         values = store.log.run_payloads(run_id, cur)
         payloads = _by_position(values)
         rows: list[LogRow] = []
+        decoded: list[tuple[LogRow, EventBody]] = []
         for row, found in check_chain(store.log.read_run(run_id, cur)):
             rows.append(row)
             events += 1
@@ -368,9 +396,11 @@ def verify_run(
                 if not found:
                     problems.append(Problem("body-undecodable", row.seq, f"seq {row.seq}: {e}"))
                 continue
+            decoded.append((row, event))
             problems.extend(_payload_problems(row, event, payloads.get(row.position, {})))
             if isinstance(event, ArtifactAdded | ManifestRecorded):
                 to_check.append((row.seq, event))
+        problems.extend(_missing_values(decoded, payloads))
         if events == 0:
             evicted = store.log.eviction(run_id, cur)
             if evicted is not None:

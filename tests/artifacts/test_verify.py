@@ -246,6 +246,29 @@ def test_a_changed_payload_value_is_reported(sample: fe.Run, store: fe.Store) ->
     assert kinds_at(store.verify_run(sample.id)) == [("payload-digest", seq)]
 
 
+def test_a_payload_deleted_behind_the_triggers_is_missing(
+    sample: fe.Run, store: fe.Store, db_path: Path
+) -> None:
+    """Not passed off as retention: no payloads-removed event names it."""
+    position, seq, _ = row(store, "r1", "step-begun")
+    store.conn.execute("DELETE FROM payload WHERE position = ? AND slot = 'arguments'", (position,))
+    report = store.verify_run(sample.id)
+    assert kinds_at(report) == [("payload-missing", seq)]
+    assert report.problems[0].path == "arguments"
+    assert _cli(db_path, sample.id)[0] == 1
+
+
+def test_an_artifact_replaced_by_a_folder_is_missing_not_a_crash(
+    sample: fe.Run, store: fe.Store, db_path: Path
+) -> None:
+    seq, path = _artifact(store, "trace.txt")
+    path.unlink()
+    path.mkdir()
+    assert kinds_at(store.verify_run(sample.id)) == [("artifact-missing", seq)]
+    code, out = _cli(db_path, sample.id)
+    assert code == 1 and "artifact-missing" in out
+
+
 def test_a_payload_removed_by_retention_is_not_a_problem(store: fe.Store, tmp_path: Path) -> None:
     run = record_sample(store, tmp_path)
     store.remove_payloads(run.id)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -278,6 +280,25 @@ def test_rebuild_agrees_after_evicting_the_newest_run(store: fe.Store) -> None:
     newest = record(store)
     store.evict_run(newest, reason="the top of the log goes")
     assert store.check_projections() == []
+
+
+def test_an_orphan_file_reused_by_a_new_artifact_is_young_again(store: fe.Store) -> None:
+    """gc's grace period covers a file an add_artifact reuses (same content as an evicted
+    run's orphan), so a concurrent sweep cannot take it between its commit and the sweep."""
+    gone = store.start_run(workflow="gc/art")
+    gone.add_artifact(b"same bytes", kind="log", name="a")
+    gone.conclude("succeeded")
+    store.evict_run(gone.id, reason="test")
+    path = store.artifact_files.root / store.artifact_files.object_path(
+        "sha256:" + hashlib.sha256(b"same bytes").hexdigest()
+    )
+    os.utime(path, (1_000_000_000, 1_000_000_000))  # an old orphan
+    new = store.start_run(workflow="gc/art")
+    new.add_artifact(b"same bytes", kind="log", name="a")
+    assert time.time() - path.stat().st_mtime < 60
+    report = store.gc(artifact_grace_seconds=3600)
+    assert path.exists() and report.artifact_files_removed == 0
+    assert store.verify_run(new.id).ok
 
 
 def test_gc_deletes_artifact_files_only_evicted_runs_referenced(store: fe.Store) -> None:
