@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
+import apsw
 import click
 import msgspec
 
@@ -71,6 +72,11 @@ def refusals() -> Iterator[None]:
         fail(f"{e.code}: {e.message}")
     except StoreError as e:
         fail(str(e))
+    except apsw.Error as e:  # met while reading: the file is damaged (or the disk failed)
+        fail(
+            f"the database could not be read: {e}; `sqlite3 FILE 'PRAGMA integrity_check'` says "
+            "what is damaged; restore the file from a copy"
+        )
 
 
 def open_for_read(db: str) -> Store:

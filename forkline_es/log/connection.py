@@ -249,6 +249,9 @@ def open_connection(
             step(conn, durability)
         if version < SCHEMA_VERSION:
             _migrate(conn, spath, version)
+    except apsw.Error as e:  # a damaged file (CorruptError, NotADBError), a full disk, ...
+        conn.close()
+        raise StoreError(f"cannot open {spath}: {e}") from None
     except BaseException:
         conn.close()
         raise

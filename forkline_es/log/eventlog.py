@@ -48,6 +48,11 @@ def translate(error: apsw.Error, what: str) -> ForklineError:
         return Conflict(f"{what}: the database stayed locked by another writer; retry the call")
     if isinstance(error, apsw.ConstraintError):
         return StoreError(f"{what}: {error} (the log refused the write; nothing was written)")
+    if isinstance(error, apsw.CorruptError | apsw.NotADBError):
+        return StoreError(
+            f"{what}: {error}: the file is damaged; `sqlite3 FILE 'PRAGMA integrity_check'` says "
+            "where, and a copy of it is what to restore"
+        )
     return StoreError(f"{what}: {error}")
 
 
@@ -169,7 +174,11 @@ class EventLog:
 
     @contextmanager
     def snapshot(self) -> Iterator[Cursor]:
-        """A read transaction: every statement inside sees one coherent state."""
+        """A read transaction: every statement inside sees one coherent state.
+
+        A driver error met inside (a damaged page: ``CorruptError``) leaves as a
+        ``StoreError``, like a failed append, never as a raw apsw exception.
+        """
         cur = self.connection().cursor()
         if self.conn.in_transaction:  # already inside a caller's transaction
             yield cur
@@ -177,6 +186,8 @@ class EventLog:
         cur.execute("BEGIN")
         try:
             yield cur
+        except apsw.Error as e:
+            raise translate(e, "read") from None
         finally:
             self._rollback(cur)
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+import forkline_es as fe
+from forkline_es.cli import main
 from forkline_es.log.connection import open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import StepBegun
@@ -77,3 +81,32 @@ def test_read_from_sees_rows_appended_while_it_streams(log: EventLog) -> None:
     log.append([new_row("r", 11)])
     seen += [r.seq for r in stream]
     assert seen == list(range(1, 12))
+
+
+def test_a_damaged_page_is_a_store_error_never_a_raw_driver_error(tmp_path: Path) -> None:
+    """Reads meet a damaged page as fe.StoreError (the CLI: exit 2 and what to do)."""
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        for i in range(20):
+            run = store.start_run("wf", run_id=f"r{i}", inputs={"i": i})
+            for s in range(5):
+                run.begin_step(f"s/{s}", arguments={"x": "y" * 200})
+                run.end_step(f"s/{s}", "succeeded")
+            run.conclude("succeeded")
+        store.gc()  # everything checkpointed into the file
+    size = db.stat().st_size
+    rng = random.Random(1)
+    with open(db, "r+b") as f:
+        f.seek(size // 2)
+        f.write(bytes(rng.randrange(256) for _ in range(4096)))
+    damaged: list[str] = []
+    with fe.Store.open(db) as store:
+        for i in range(20):
+            try:
+                store.get_run_record(f"r{i}")
+            except fe.StoreError as e:
+                assert "damaged" in str(e)
+                damaged.append(f"r{i}")
+    assert damaged
+    out = CliRunner().invoke(main, ["show", damaged[0], "--db", str(db)])
+    assert out.exit_code == 2 and "damaged" in out.output
