@@ -26,6 +26,7 @@ import msgspec
 
 from forkline_es.errors import InvalidRequest, RecordError
 from forkline_es.replay.diff import MAX_CHILD_DEPTH, Resolve
+from forkline_es.replay.shape import check_document
 from forkline_es.values import canonical_json
 
 if TYPE_CHECKING:
@@ -75,7 +76,11 @@ def export_baseline(store: Store, run_id: str) -> bytes:
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
-    """Read a baseline (or a full export) from ``path``; a bad file is an ``InvalidRequest``."""
+    """Read a baseline (or a full export) from ``path``; a bad file is an ``InvalidRequest``.
+
+    The shape is checked here, so the refusal names the file; ``diff_documents`` checks
+    its inputs again (a linear pass), since documents reach it from other places too.
+    """
     try:
         data = Path(path).read_bytes()
     except OSError as e:
@@ -87,9 +92,4 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         document = msgspec.json.decode(data)
     except msgspec.DecodeError as e:
         raise InvalidRequest(f"baseline {str(path)!r} is not JSON: {e}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("entries"), list):
-        raise InvalidRequest(
-            f"baseline {str(path)!r} is not a run record document (no `entries` list); "
-            "record it with `forkline-es export RUN --baseline > FILE`"
-        )
-    return document
+    return dict(check_document(document, f"baseline {str(path)!r}", MAX_CHILD_DEPTH))

@@ -17,7 +17,8 @@ import msgspec
 from forkline_es._gc import gc_paused
 from forkline_es.errors import RecordError
 from forkline_es.replay.align import DEFAULT_WINDOW, Op, align
-from forkline_es.replay.entries import Key, active_entries, comparable, entry_path, keys_of
+from forkline_es.replay.entries import Key, active_entries, comparable, entry_path, keys_of, placement
+from forkline_es.replay.shape import check_document
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -142,12 +143,54 @@ def _category(entry_kind: str, pointer: str) -> str:
     return "conclusion"
 
 
+#: Slot states a removed slot matches: the value cannot be checked, so only its absence
+#: (no slot) or a withheld value (the replay hid what the original showed) still differ.
+_UNCHECKABLE: Final = frozenset({"removed", "present", "not-recorded"})
+
+
+def _uncheckable(x: Any, y: Any) -> bool:
+    """Retention removed one side's value: of the pair only the class can be compared."""
+    if not isinstance(x, Mapping) or not isinstance(y, Mapping) or x.get("class") != y.get("class"):
+        return False
+    states = {x.get("state"), y.get("state")}
+    return "removed" in states and states <= _UNCHECKABLE
+
+
+def _slots_from(pa: Any, pb: Any) -> Any:
+    """``pb`` (a slot map of B) with each slot that cannot be compared taken from ``pa``."""
+    if not isinstance(pa, Mapping) or not isinstance(pb, Mapping):
+        return pb
+    taken = {n: pa[n] for n in pa.keys() & pb.keys() if _uncheckable(pa[n], pb[n])}
+    return {**pb, **taken} if taken else pb
+
+
+def _removed_alike(ca: dict[str, Any], cb: dict[str, Any]) -> dict[str, Any]:
+    """``cb`` with the slots retention made uncomparable set equal to A's.
+
+    A slot whose value retention removed (state ``removed``, on either side) matches a
+    slot of the same class whose state is ``present``, ``not-recorded`` or ``removed``:
+    a faithful replay of a reduced run passes the value or ``NOT_RECORDED``, and the
+    Replayer uses this same comparison, so the guard and ``diff_runs`` agree.
+    """
+    payloads = _slots_from(ca.get("payloads"), cb.get("payloads"))
+    if payloads is not cb.get("payloads"):
+        cb = {**cb, "payloads": payloads}
+    sa, sb = ca.get("step"), cb.get("step")
+    if isinstance(sa, Mapping) and isinstance(sb, Mapping):
+        payloads = _slots_from(sa.get("payloads"), sb.get("payloads"))
+        if payloads is not sb.get("payloads"):
+            cb = {**cb, "step": {**sb, "payloads": payloads}}
+    return cb
+
+
 def compare_entries(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, list[Change]] | None:
     """(kind, changes) when two entries with the same key differ in what counts, else None."""
     ca, cb = comparable(a), comparable(b)
     if _same(ca, cb):
         return None
-    changes = json_changes(ca, cb)
+    changes = json_changes(ca, _removed_alike(ca, cb))
+    if not changes:
+        return None
     entry_kind = str(a.get("kind"))
     kind = min((_category(entry_kind, p) for p, _, _ in changes), key=_PRIORITY.__getitem__)
     return kind, changes
@@ -232,21 +275,38 @@ def _run_facts(document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _child_document(entry: Mapping[str, Any], resolve: Resolve | None) -> Mapping[str, Any] | None:
-    """A baseline embeds the child's document; a live record names it, read via ``resolve``."""
+    """A baseline embeds the child's document; a live record names it, read via ``resolve``.
+
+    An embedded document was checked with its parent; a resolved one enters here.
+    """
     child = entry.get("child")
     if isinstance(child, Mapping):
         return child
     if isinstance(child, str) and resolve is not None:
         try:
-            return resolve(child)
+            document = resolve(child)
         except RecordError:
             return None
+        check_document(document, f"child run {child!r}", MAX_CHILD_DEPTH)
+        return document
     return None
 
 
 def _nested(sub: RunDiff) -> list[Change]:
+    """A child diff's changes as pointers under ``/child`` (the child's record document).
+
+    An entry's changes go under ``/child/entries/N``, N = seq - 1 (a record numbers its
+    entries from 1, superseded and recovery entries included): the entry of A's child,
+    or of B's for an entry only B has. Each member of a missing or extra group points at
+    its own entry. B's seq of a matched entry is in the nested divergence (``detail``).
+    """
     out: list[Change] = []
     for d in sub.divergences:
+        if d.kind in ("missing-step", "extra-step"):
+            for p, o, n in d.changes:
+                member = o if d.kind == "missing-step" else n
+                out.append((f"/child/entries/{member['seq'] - 1}{p}", o, n))
+            continue
         seq = d.seq_a if d.seq_a is not None else d.seq_b
         base = "/child" + (f"/entries/{seq - 1}" if seq is not None and d.kind != "run" else "")
         out.extend((base + p, o, n) for p, o, n in d.changes)
@@ -377,9 +437,14 @@ def diff_documents(
     ``resolve`` reads a child run's document by id, to compare child runs by their own
     records; without it (and without embedded child baselines) children are compared by
     path only. ``window`` bounds the realignment look-ahead (see ``replay.align``).
+
+    The documents come from the caller (a baseline file, say), so their shape is checked
+    first: what the diff cannot read is an ``InvalidRequest`` naming the member.
     """
     if window < 1:
         raise ValueError("window must be at least 1")
+    check_document(doc_a, "document A", MAX_CHILD_DEPTH)
+    check_document(doc_b, "document B", MAX_CHILD_DEPTH)
     return _diff(doc_a, doc_b, resolve, window, 0)
 
 
@@ -494,11 +559,8 @@ def keys_from_heads(heads: Iterable[_EntryHead]) -> list[Key]:
     seen: dict[tuple[str, str, int, str], int] = {}
     keys: list[Key] = []
     for h in heads:
-        if h.kind == "step":
-            step = h.step or _StepHead()
-            base = (h.kind, step.path, 0, step.status)
-        else:
-            base = (h.kind, h.path or "", h.attempt or 0, "")
+        step = h.step or _StepHead()
+        base = placement(h.kind, h.path, h.attempt, step.path, step.status)
         n = seen.get(base, 0)
         seen[base] = n + 1
         keys.append((*base, n))

@@ -5,7 +5,9 @@ listed in any recovery entry's ``supersedes``) and minus the recovery entries th
 which only record a generation transition. Each active entry gets an alignment key
 ``(kind, path, attempt, phase, n)``; ``n`` counts earlier active entries with the same
 first four parts, so keys are unique within a run and the nth retry of a key pairs with
-the nth on the other side.
+the nth on the other side. A ``conclude`` entry's key leaves its ``path`` out: a run
+concludes once, so the two conclusions pair up and a different path is a ``conclusion``
+divergence, not a missing and an extra entry.
 
 What varies between two faithful executions of the same work is left out of the
 comparison by position in the document, never by a field name inside a user value:
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["Key", "active_entries", "comparable", "entry_path", "key_of", "keys_of"]
+__all__ = ["Key", "active_entries", "comparable", "entry_path", "key_of", "keys_of", "placement"]
 
 #: (entry kind, step path or "", attempt or 0, step status or "", occurrence number)
 Key = tuple[str, str, int, str, int]
@@ -34,12 +36,26 @@ def active_entries(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [e for e in entries if e.get("kind") != "recovery" and e.get("seq") not in superseded]
 
 
-def _base_key(entry: Mapping[str, Any]) -> tuple[str, str, int, str]:
-    kind = str(entry.get("kind"))
+def placement(
+    kind: str, path: str | None, attempt: int | None, step_path: str, step_status: str
+) -> tuple[str, str, int, str]:
+    """An entry's key without its occurrence number (the one rule for documents and heads)."""
     if kind == "step":
-        step = entry.get("step") or {}
-        return (kind, str(step.get("path", "")), 0, str(step.get("status", "")))
-    return (kind, str(entry.get("path") or ""), int(entry.get("attempt") or 0), "")
+        return (kind, step_path, 0, step_status)
+    if kind == "conclude":
+        return (kind, "", 0, "")  # its path is compared, not aligned on
+    return (kind, path or "", attempt or 0, "")
+
+
+def _base_key(entry: Mapping[str, Any]) -> tuple[str, str, int, str]:
+    step = entry.get("step") or {}
+    return placement(
+        str(entry.get("kind")),
+        str(entry.get("path") or ""),
+        int(entry.get("attempt") or 0),
+        str(step.get("path", "")),
+        str(step.get("status", "")),
+    )
 
 
 def keys_of(entries: Iterable[Mapping[str, Any]]) -> list[Key]:

@@ -9,6 +9,11 @@ recorded result of that (path, attempt); the recorded ``result`` entry is consum
 original position. With ``record=True`` the replay is recorded as a successor run
 (``predecessor`` set), including the offending call, so ``diff_runs(original, successor)``
 reports the same first divergence as the guard.
+
+A slot whose value retention removed cannot be checked: ``compare_entries`` lets it match
+a replayed slot of the same class that is present or not-recorded, for the guard and the
+diff alike. Slots the Replayer fills from such a record itself (inputs, trigger, served
+results) replay as ``not-recorded``, in the successor and in the guard's own step view.
 """
 
 from __future__ import annotations
@@ -82,6 +87,15 @@ def _arg(slot: Mapping[str, Any] | None) -> Any:
         value = NOT_RECORDED
     suppressed = slot.get("suppressed")
     return Partial(value, suppressed) if suppressed and value is not NOT_RECORDED else value
+
+
+def _replayed(slots: Mapping[str, Any]) -> dict[str, Any]:
+    """Recorded slots as the successor records them through ``_arg`` (removed -> not-recorded)."""
+    out = dict(slots)
+    for name, slot in slots.items():
+        if slot.get("state") == "removed":
+            out[name] = {"class": slot.get("class"), "state": "not-recorded"}
+    return out
 
 
 def _value(slot: Mapping[str, Any] | None) -> Any:
@@ -331,7 +345,7 @@ class Replayer:
                 path = str(entry.get("path"))
                 step = self._steps.get(path)
                 if step is not None:
-                    step.slots = {**(step.slots or {}), **payloads}
+                    step.slots = {**(step.slots or {}), **_replayed(payloads)}
                     step.code = entry.get("code")
                 if self.run is not None:
                     self.run.result(

@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from forkline_es.errors import InvalidRequest
 from forkline_es.replay.baseline import export_baseline, load_baseline
 from forkline_es.replay.diff import diff_documents
 
@@ -15,8 +16,18 @@ if TYPE_CHECKING:
 __all__ = ["assert_matches_baseline", "rerecord_command", "write_baseline"]
 
 
+def _in_memory(store: Store) -> bool:
+    return store.path in ("", ":memory:")
+
+
 def rerecord_command(store: Store, run_id: str, path: str | Path) -> str:
-    """The shell command that (re-)records the baseline at ``path`` from ``run_id``."""
+    """How to (re-)record the baseline at ``path`` from ``run_id``: the shell command.
+
+    An in-memory store exists only in this process, where no command can open it: then
+    it is the Python call, ``fe.testing.write_baseline(store, run_id, path)``.
+    """
+    if _in_memory(store):
+        return f"fe.testing.write_baseline(store, {run_id!r}, {str(path)!r})"
     return (
         f"forkline-es export --db {shlex.quote(store.path)} --baseline {shlex.quote(run_id)}"
         f" > {shlex.quote(str(path))}"
@@ -36,14 +47,22 @@ def assert_matches_baseline(store: Store, run_id: str, path: str | Path) -> None
     command = rerecord_command(store, run_id, path)
     if not Path(path).exists():
         raise AssertionError(f"no baseline at {path}; record it with:\n  {command}")
-    baseline = load_baseline(path)
+    try:
+        baseline = load_baseline(path)
+    except InvalidRequest as e:
+        raise AssertionError(f"{e.message}\nRe-record it with:\n  {command}") from None
     diff = diff_documents(baseline, store.get_run_record(run_id), resolve=store.get_run_record)
     if diff.first is None:
         return
     more = len(diff.divergences) - 1
+    lister = ""
+    if not _in_memory(store):
+        q = shlex.quote
+        diff_all = f"forkline-es diff --db {q(store.path)} --all --baseline {q(str(path))} {q(run_id)}"
+        lister = f"; `{diff_all}` lists them"
     raise AssertionError(
         f"run {run_id} does not match the baseline {path}:\n"
         f"{diff.first.describe()}\n"
-        + (f"({more} more divergences; `forkline-es diff --all` lists them)\n" if more else "")
+        + (f"({more} more divergences{lister})\n" if more else "")
         + f"If the new behaviour is intended, re-record the baseline with:\n  {command}"
     )

@@ -139,3 +139,19 @@ def mutate(h: History, k: int, what: str) -> History:
     else:
         raise AssertionError(what)
     return replace(h, steps=(*h.steps[:k], s, *h.steps[k + 1 :]))
+
+
+def variant_of(h: History, data: st.DataObject) -> History:
+    """The history a replay runs: the same, one mutation, one insertion or one removal."""
+    how = data.draw(st.sampled_from(["same", "mutate", "insert", "remove"]))
+    if how == "mutate":
+        return mutate(
+            h, data.draw(st.integers(0, len(h.steps) - 1)), data.draw(st.sampled_from(sorted(MUTATIONS)))
+        )
+    if how == "insert":
+        k = data.draw(st.integers(0, len(h.steps)))
+        return replace(h, steps=(*h.steps[:k], Step("inserted"), *h.steps[k:]))
+    if how == "remove":
+        k = data.draw(st.integers(0, len(h.steps) - 1))
+        return replace(h, steps=h.steps[:k] + h.steps[k + 1 :])
+    return h

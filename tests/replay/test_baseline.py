@@ -53,18 +53,45 @@ def test_a_baseline_diffs_against_runs(mem_store: fe.Store) -> None:
     assert first is not None and first.kind == "child"
 
 
-def test_assert_matches_baseline(mem_store: fe.Store, tmp_path: Path) -> None:
+def test_assert_matches_baseline(store: fe.Store, tmp_path: Path) -> None:
     path = tmp_path / "run.golden.json"
     with pytest.raises(AssertionError, match="no baseline"):
+        fe.testing.assert_matches_baseline(store, _run(store), path)
+    fe.testing.write_baseline(store, _run(store), path)
+    fe.testing.assert_matches_baseline(store, _run(store), path)
+    changed = _run(store, result=2)
+    with pytest.raises(AssertionError) as caught:
+        fe.testing.assert_matches_baseline(store, changed, path)
+    message = str(caught.value)
+    assert "result at step 'a'" in message
+    assert f"forkline-es export --db {store.path} --baseline {changed} > {path}" in message
+
+
+def test_an_in_memory_store_is_re_recorded_from_python_not_with_a_command(
+    mem_store: fe.Store, tmp_path: Path
+) -> None:
+    """No command can open another process's ``:memory:`` database: name the API call."""
+    path = tmp_path / "run.golden.json"
+    with pytest.raises(AssertionError) as missing:
         fe.testing.assert_matches_baseline(mem_store, _run(mem_store), path)
     fe.testing.write_baseline(mem_store, _run(mem_store), path)
-    fe.testing.assert_matches_baseline(mem_store, _run(mem_store), path)
     changed = _run(mem_store, result=2)
     with pytest.raises(AssertionError) as caught:
         fe.testing.assert_matches_baseline(mem_store, changed, path)
-    message = str(caught.value)
-    assert "result at step 'a'" in message
-    assert f"forkline-es export --db :memory: --baseline {changed} > {path}" in message
+    for message in (str(missing.value), str(caught.value)):
+        assert "--db :memory:" not in message and "forkline-es" not in message
+    assert f"fe.testing.write_baseline(store, {changed!r}, {str(path)!r})" in str(caught.value)
+
+
+def test_a_malformed_baseline_fails_the_assertion_with_the_command_that_records_it(
+    store: fe.Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "run.golden.json"
+    path.write_text('{"run": {}, "entries": [null]}')
+    run_id = _run(store)
+    with pytest.raises(AssertionError, match=r"`entries\[0\]` must be an object") as caught:
+        fe.testing.assert_matches_baseline(store, run_id, path)
+    assert f"forkline-es export --db {store.path} --baseline {run_id} > {path}" in str(caught.value)
 
 
 def test_a_bad_baseline_file_is_an_invalid_request(tmp_path: Path) -> None:

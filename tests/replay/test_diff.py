@@ -193,3 +193,72 @@ def test_lookups_refuse_unknown_runs(mem_store: fe.Store) -> None:
     a = record(mem_store)
     with pytest.raises(fe.RunNotFound):
         fe.diff_runs(mem_store, a, "nope")
+
+
+def _concluded_at(store: fe.Store, path: str) -> str:
+    run = store.start_run("wf", inputs={})
+    for step in ("a", "b"):
+        run.begin_step(step)
+        run.end_step(step, "failed", code="E")
+    run.conclude("failed", path=path, code="E")
+    return run.id
+
+
+def test_a_conclusion_naming_another_step_is_one_conclusion_divergence(mem_store: fe.Store) -> None:
+    """A run concludes once: the two conclude entries pair up whatever step they name."""
+    a, b = _concluded_at(mem_store, "a"), _concluded_at(mem_store, "b")
+    diff = fe.diff_runs(mem_store, a, b)
+    assert [(d.kind, d.path, d.seq_a, d.seq_b, d.changes) for d in diff.divergences] == [
+        ("conclusion", "a", 6, 6, [("/path", "a", "b")])
+    ]
+    documents = diff_documents(mem_store.get_run_record(a), mem_store.get_run_record(b))
+    assert documents == diff
+
+
+def _resolve(document: Any, pointer: str) -> Any:
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        document = document[int(token)] if isinstance(document, list) else document[token]
+    return document
+
+
+def _parent_of_child(store: fe.Store, value: int, recovered: bool, extra: bool) -> tuple[str, str]:
+    parent = store.start_run("wf/parent", inputs={})
+    parent.begin_step("sub")
+    child = store.start_run("wf/child", inputs={}, parent=parent.id)
+    if recovered:  # a superseded entry and a recovery shift B's entries
+        child.recover([child.begin_step("x")])
+    child.begin_step("x")
+    child.end_step("x", "succeeded", result={"v": value})
+    if extra:
+        child.begin_step("y")
+        child.end_step("y", "succeeded")
+    child.conclude("succeeded")
+    parent.child("sub", child.id)
+    parent.end_step("sub", "succeeded")
+    parent.conclude("succeeded")
+    return parent.id, child.id
+
+
+def test_child_pointers_address_the_child_record_of_the_side_that_has_the_entry(mem_store: fe.Store) -> None:
+    """docs/replay-diff.md: `/child/entries/N` is A's child's entry (B's for an entry only B
+    has), one pointer per entry; B's seq of a matched entry is in ``detail``."""
+    a, child_a = _parent_of_child(mem_store, 1, recovered=False, extra=False)
+    b, child_b = _parent_of_child(mem_store, 2, recovered=True, extra=True)
+    first = fe.diff_runs(mem_store, a, b).first
+    assert first is not None and first.kind == "child" and first.detail is not None
+    doc_a, doc_b = mem_store.get_run_record(child_a), mem_store.get_run_record(child_b)
+    for pointer, old, new in first.changes:
+        assert pointer.startswith("/child/entries/")
+        inner = pointer.removeprefix("/child")
+        if old is not None:
+            assert _resolve(doc_a, inner) == old
+        else:  # an extra entry of B: the pointer addresses B's child record
+            assert _resolve(doc_b, inner) == new
+    extra = [p for p, old, _ in first.changes if old is None]
+    assert len(extra) == 2 and len(set(extra)) == 2  # its begin and end, each its own entry
+    result = first.detail.first
+    assert result is not None and result.kind == "result" and result.seq_a != result.seq_b
+    for pointer, old, new in result.changes:
+        assert _resolve(doc_a["entries"][result.seq_a - 1], pointer) == old
+        assert result.seq_b is not None and _resolve(doc_b["entries"][result.seq_b - 1], pointer) == new

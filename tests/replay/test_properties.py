@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import forkline_es as fe
 
-from .histories import MUTATIONS, Step, histories, mutate, record, replay
+from .histories import MUTATIONS, Step, histories, mutate, record, replay, variant_of
 
 
 @given(histories())
@@ -55,26 +55,10 @@ def test_one_inserted_step_is_one_extra_step_and_its_removal_one_missing_step(h,
     assert len(added[0].changes) == at[k, "end"] - at[k, "begin"] + 1  # every entry of the step
 
 
-def _variant(h, data):
-    """The history a replay runs: the same, one mutation, one insertion or one removal."""
-    how = data.draw(st.sampled_from(["same", "mutate", "insert", "remove"]))
-    if how == "mutate":
-        return mutate(
-            h, data.draw(st.integers(0, len(h.steps) - 1)), data.draw(st.sampled_from(sorted(MUTATIONS)))
-        )
-    if how == "insert":
-        k = data.draw(st.integers(0, len(h.steps)))
-        return replace(h, steps=(*h.steps[:k], Step("inserted"), *h.steps[k:]))
-    if how == "remove":
-        k = data.draw(st.integers(0, len(h.steps) - 1))
-        return replace(h, steps=h.steps[:k] + h.steps[k + 1 :])
-    return h
-
-
 @settings(max_examples=60)
 @given(histories(), st.data())
 def test_the_guard_and_the_diff_agree(h, data) -> None:
-    variant = _variant(h, data)
+    variant = variant_of(h, data)
     with fe.Store.open(":memory:") as store:
         original, _ = record(store, h)
         rp = fe.Replayer(store, original, record=True)

@@ -91,3 +91,22 @@ def test_as_a_context_manager_it_checks_the_end(mem_store: fe.Store) -> None:
     original = _original(mem_store)
     with pytest.raises(fe.DeterminismViolation), fe.Replayer(mem_store, original) as rp:
         rp.begin_step("a", arguments={"q": 1})
+
+
+def test_a_conclusion_naming_another_step_is_a_conclusion_violation(mem_store: fe.Store) -> None:
+    run = mem_store.start_run("wf", inputs={})
+    for step in ("a", "b"):
+        run.begin_step(step)
+        run.end_step(step, "failed", code="E")
+    run.conclude("failed", path="a", code="E")
+    rp = fe.Replayer(mem_store, run.id, record=True)
+    for step in ("a", "b"):
+        rp.begin_step(step)
+        rp.end_step(step, "failed", code="E")
+    with pytest.raises(fe.DeterminismViolation) as caught:
+        rp.conclude("failed", path="b", code="E")
+    v = caught.value
+    assert (v.kind, v.path, v.seq, v.changes) == ("conclusion", "a", 6, [("/path", "a", "b")])
+    assert rp.run is not None
+    first = fe.diff_runs(mem_store, run.id, rp.run.id).first
+    assert first is not None and (first.kind, first.path, first.seq_a) == (v.kind, v.path, v.seq)
