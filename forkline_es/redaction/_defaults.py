@@ -1,7 +1,10 @@
 """The default rules: mask credentials by key and by the shape of well-known secret values.
 
 Key rules match whole trailing words (see ``RedactionRule``), so ``primary_key``,
-``max_tokens``, ``prompt_tokens``, ``keyboard`` and ``author`` stay visible.
+``max_tokens``, ``prompt_tokens``, ``keyboard`` and ``author`` stay visible. A name written
+as one word (``authtoken``, ``JSESSIONID``) has no boundary to split on, so the common ones
+are listed whole instead of matching inside words, which is what makes substring rules mask
+``monkey`` and ``tokenizer``.
 """
 
 from __future__ import annotations
@@ -14,15 +17,33 @@ DEFAULT_KEYS: tuple[str, ...] = (
     # API keys and other static keys (x-api-key, openai_api_key, aws_secret_access_key, ...)
     "api_key",
     "apikey",
+    "api_keys",
+    "apikeys",
     "access_key",
     "secret_key",
+    "secretkey",
     "private_key",
     "privatekey",
+    "private_keys",
+    "private_key_pem",
     "signing_key",
     "encryption_key",
     # tokens: access_token, refresh_token, id_token, auth_token, session_token, csrf_token, ...
     "token",
     "bearer",
+    # ... and the same written as one word, which has no word boundary to split on
+    "accesstoken",
+    "refreshtoken",
+    "idtoken",
+    "authtoken",
+    "apitoken",
+    "sessiontoken",
+    # CSRF/XSRF tokens: a bare `csrf` field, Django's `csrftoken` cookie and form field
+    "csrf",
+    "xsrf",
+    "csrftoken",
+    "xsrftoken",
+    "csrfmiddlewaretoken",
     # passwords
     "password",
     "passwords",
@@ -33,17 +54,23 @@ DEFAULT_KEYS: tuple[str, ...] = (
     # secrets and credentials: client_secret, webhook_secret, ...
     "secret",
     "secrets",
+    "clientsecret",
     "credential",
     "credentials",
-    # HTTP: authorization, proxy-authorization, cookie, set-cookie
+    # HTTP: authorization, proxy-authorization, cookie, set-cookie, and headers named for it
     "authorization",
     "auth",
+    "auth_header",
+    "auth_headers",
+    "authorization_header",
     "cookie",
     "cookies",
-    # sessions
+    # session ids (not `session` alone: that is often a whole object, or a count)
     "session_id",
     "sessionid",
     "session_key",
+    "jsessionid",  # Java servlet session cookie
+    "phpsessid",  # PHP session cookie
 )
 
 # Each pattern starts on a literal, so re's search skips ahead with a fast scan for it; a

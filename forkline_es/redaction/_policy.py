@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, TypeVar, cast, overload
 
-from forkline_es.errors import InvalidRequest
+from forkline_es.errors import InvalidRequest, InvalidValue
 from forkline_es.redaction._defaults import default_rules
 from forkline_es.redaction._hashing import hash_value, is_hash_output
 from forkline_es.redaction._paths import format_location
 from forkline_es.redaction._rules import RedactionRule
 from forkline_es.redaction._words import key_words
+from forkline_es.values import FileRef
+from forkline_es.values._canonical import MAX_JSON_DEPTH
+from forkline_es.values._paths import render_path
 
 __all__ = ["DEFAULT_MASK", "RedactionPolicy"]
 
@@ -51,6 +54,14 @@ class RedactionPolicy:
 
     Only ``dict``, ``list`` and ``tuple`` are traversed (a dict comes back as a plain ``dict``,
     a tuple as a tuple); any other object is a leaf, returned as is unless a rule matches it.
+    A ``FileRef`` is one value too (kind ``file``): key and path rules match where it sits,
+    and pattern rules search its text (reference, name, media_type, digest), because that
+    text is stored; a match applies the rule to the whole FileRef (a mask replaces it). Only
+    ``FileRef`` itself is looked into: the typed encoder refuses its subclasses anyway.
+
+    Containers nested deeper than canonical JSON allows (``MAX_JSON_DEPTH``; a cycle too) are
+    refused with ``InvalidValue`` naming where, as canonical JSON would refuse them, rather
+    than running out of stack first.
     """
 
     __slots__ = (
@@ -132,10 +143,12 @@ class RedactionPolicy:
 
     def redact(self, value: object) -> object:
         """A redacted copy of ``value``; ``value`` itself and everything in it stay unchanged."""
+        if isinstance(value, _CONTAINERS):
+            return self._walk(value, ())
         index = self._pattern_index(value, _NO_RULE)
         if index == _NO_RULE:
-            return self._walk(value, ())
-        # Only a string reaches here, and every action turns a string into a string.
+            return value
+        # Only a string or a FileRef reaches here: a mask or a digest of it, or a dropped root.
         result = self._apply(self.rules[index], value, ())
         return self.mask if result is _DROP else result
 
@@ -188,9 +201,25 @@ class RedactionPolicy:
         return best
 
     def _pattern_index(self, value: object, best: int) -> int:
-        if not isinstance(value, str) or not self._pattern_rules or self._is_output(value):
+        """The first pattern rule before ``best`` matching a leaf: a string, or a FileRef's text."""
+        if not self._pattern_rules:
             return best
-        return self._first_pattern(value, best)
+        if isinstance(value, str):
+            return best if self._is_output(value) else self._first_pattern(value, best)
+        if type(value) is FileRef:
+            return self._file_pattern(value, best)
+        return best
+
+    def _file_pattern(self, ref: FileRef, best: int) -> int:
+        """The first pattern rule before ``best`` matching any text member of ``ref``.
+
+        Each member is tried as a string would be, so a FileRef is sensitive exactly when its
+        text as plain strings would be (``FileRef("https://user:pw@host/x")`` like the URL).
+        """
+        for text in (ref.reference, ref.name, ref.media_type, ref.digest):
+            if text is not None and not self._is_output(text):
+                best = self._first_pattern(text, best)
+        return best
 
     def _first_pattern(self, value: str, best: int) -> int:
         """The first pattern rule before ``best`` that ``value`` matches, else ``best``."""
@@ -213,8 +242,11 @@ class RedactionPolicy:
             best = self._key_index(key)
         if self._path_rules:
             best = self._path_index(location, best)
-        if text is not None and self._pattern_rules:
-            return self._first_pattern(text, best)
+        if text is not None:
+            if self._pattern_rules:
+                return self._first_pattern(text, best)
+        elif type(value) is FileRef and self._pattern_rules:  # only non-strings pay for the check
+            return self._file_pattern(value, best)
         return best
 
     # -- applying ---------------------------------------------------------------------------
@@ -229,6 +261,8 @@ class RedactionPolicy:
     def _walk(self, value: object, location: tuple[object, ...]) -> object:
         """Rebuild containers below a location no rule matched; leaves are shared."""
         if isinstance(value, dict):
+            if len(location) >= MAX_JSON_DEPTH:
+                raise _too_deep(location)
             out: dict[object, object] = {}
             for key, item in value.items():
                 where = (*location, key)
@@ -241,6 +275,8 @@ class RedactionPolicy:
                     out[key] = result
             return out
         if isinstance(value, list | tuple):
+            if len(location) >= MAX_JSON_DEPTH:
+                raise _too_deep(location)
             items: list[object] = []
             for position, item in enumerate(value):
                 where = (*location, position)
@@ -268,15 +304,25 @@ class RedactionPolicy:
             keyed = False
         else:
             return
+        if len(location) >= MAX_JSON_DEPTH:
+            raise _too_deep(location)
         for key, item in entries:
             where = (*location, key)
             index = self._entry_index(key if keyed else None, where, item)
             if index == _NO_RULE:
-                yield from self._changes(item, where)
+                if isinstance(item, _CONTAINERS):  # a leaf no rule matched has no changes
+                    yield from self._changes(item, where)
             else:
                 # Every applied rule changes the value: outputs never reach this point, and
                 # any non-output becomes the mask, a digest, or disappears.
                 yield format_location(where)
+
+
+def _too_deep(location: tuple[object, ...]) -> InvalidValue:
+    """The refusal ``canonical_json`` gives a container this deep: same message, same path."""
+    return InvalidValue(
+        f"nesting deeper than {MAX_JSON_DEPTH} levels", render_path(cast(list[str | int], list(location)))
+    )
 
 
 def _alternation(patterns: Sequence[tuple[int, re.Pattern[str]]]) -> re.Pattern[str] | None:

@@ -64,6 +64,33 @@ MASKED_KEYS = [
     "session_token",
     "api.key",
     "api key",
+    # written as one word, plural, or with a trailing qualifier
+    "authtoken",
+    "accesstoken",
+    "refreshtoken",
+    "idtoken",
+    "clientsecret",
+    "secretkey",
+    "api_keys",
+    "apiKeys",
+    "API_KEYS",
+    "csrf",
+    "_csrf",
+    "X-CSRF",
+    "xsrf",
+    "csrftoken",
+    "XSRF-TOKEN",
+    "csrfmiddlewaretoken",
+    "JSESSIONID",
+    "jsessionid",
+    "PHPSESSID",
+    "auth_header",
+    "AuthHeader",
+    "proxy_auth_header",
+    "authorization_header",
+    "private_key_pem",
+    "privateKeyPem",
+    "private_keys",
 ]
 
 KEPT_KEYS = [
@@ -98,6 +125,15 @@ KEPT_KEYS = [
     "oauth",
     "name",
     "prompt",
+    "foreign_key",
+    "keys",
+    "session_timeout",
+    "sessions",
+    "password_hint",  # a hint is not the password
+    "csrf_enabled",
+    "header",
+    "auth_header_name",
+    "public_key_pem",
 ]
 
 
