@@ -22,6 +22,7 @@ from forkline_es.cli._common import (
     print_table,
     refusals,
 )
+from forkline_es.compat.views import run_events
 from forkline_es.records.operations import log_events
 from forkline_es.records.timeline import timeline
 
@@ -88,9 +89,16 @@ def runs(workflow: str | None, db: str, as_json: bool) -> None:
 @db_option
 @json_option
 def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
-    """Show RUN's run record document: summary, steps, payloads, entries."""
-    with open_for_read(db) as store, refusals():
+    """Show RUN's run record document, and as text its RunRecorder events.
+
+    Text: summary, steps, payloads and entries, then the events a RunRecorder logged (they are
+    not entries of the document). --json prints the document alone.
+    """
+    with open_for_read(db) as store, refusals(), store.log.snapshot():
         doc = store.get_run_record(run_id)
+        # Forkline's inspect script shows a run "with events"; they are not entries of the
+        # document, so the tables add them (from the same snapshot) and --json leaves them out.
+        events = [] if as_json or as_timeline else run_events(store, run_id)
     if as_json:
         return echo_json(doc)
     if as_timeline:
@@ -108,6 +116,9 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     print_table("steps", ("path", "generation", "status", "outcome", "code", "payloads"), steps)
     entries = [(e["seq"], e["generation"], e["kind"], _detail(e)) for e in doc.get("entries", [])]
     print_table("entries", ("seq", "generation", "kind", "detail"), entries)
+    if events:  # payload: canonical JSON as stored, empty once retention removed it
+        logged = [(event_id, ts, kind, payload) for event_id, _, ts, kind, payload in events]
+        print_table("events", ("event_id", "ts", "type", "payload"), logged)
     if "x-artifacts" in doc:  # artifacts, manifest and metrics (docs/verify.md)
         columns = ("name", "kind", "size_bytes", "sha256", "content_type", "step", "path")
         print_table("artifacts", columns, [[a.get(c) for c in columns] for a in doc["x-artifacts"]])

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
-from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, import_hint, written_by_forkline
+from forkline_es.compat.views import RUN_COLUMNS, import_hint, run_events, written_by_forkline
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
@@ -44,7 +44,6 @@ STATUSES: Final[dict[str, tuple[str, str | None]]] = {
 }
 
 _SELECT_RUN: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?"
-_SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE run_id = ? ORDER BY event_id"
 _POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
 _RACES: Final = 1_000  # appends lost in a row to other writers before giving up
 _HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
@@ -222,15 +221,14 @@ class RunRecorder:
         out: list[dict[str, Any]] = []
         if not is_text(run_id):
             return out  # no run can have that identifier
-        with self.store.log.snapshot() as cur:
-            for event_id, rid, ts, kind, payload in cur.execute(_SELECT_EVENTS, (run_id,)):
-                out.append(
-                    {
-                        "event_id": event_id,
-                        "run_id": rid,
-                        "ts": ts,
-                        "type": kind,
-                        "payload": None if payload is None else _decode(payload),
-                    }
-                )
+        for event_id, rid, ts, kind, payload in run_events(self.store, run_id):
+            out.append(
+                {
+                    "event_id": event_id,
+                    "run_id": rid,
+                    "ts": ts,
+                    "type": kind,
+                    "payload": None if payload is None else _decode(payload),
+                }
+            )
         return out

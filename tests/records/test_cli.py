@@ -139,3 +139,93 @@ def test_a_read_never_turns_a_missing_or_empty_file_into_a_database(tmp_path: Pa
         assert code == 2 and "forkline-es demo" in out
     assert not missing.exists()
     assert empty.stat().st_size == 0
+
+
+# -- show: a RunRecorder run's events (Forkline's inspect script shows a run "with events") ----
+
+_SHOW_HEADERS = [
+    "member\tvalue",
+    "slot\tclass\tstate",
+    "path\tgeneration\tstatus\toutcome\tcode\tpayloads",
+    "seq\tgeneration\tkind\tdetail",
+]
+_EVENTS_HEADER = "event_id\tts\ttype\tpayload"
+
+
+def _headers(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line in (*_SHOW_HEADERS, _EVENTS_HEADER)]
+
+
+def _forkline_run(db: Path) -> tuple[str, list[str]]:
+    """A RunRecorder run with two events; its id, and each event's ``event_id<TAB>ts``."""
+    with fe.RunRecorder(db) as recorder:
+        run_id = recorder.start_run("examples/minimal.py")
+        recorder.log_event(run_id, "input", {"prompt": "hello", "n": [1, 2]})
+        recorder.log_event(run_id, "output", {"result": "wörld\tdone"})
+        recorder.end_run(run_id)
+        return run_id, [f"{e['event_id']}\t{e['ts']}" for e in recorder.get_events(run_id)]
+
+
+def test_show_lists_a_recorder_run_s_events_when_piped(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    run_id, events = _forkline_run(db)
+    code, out = invoke("show", run_id, "--db", str(db))
+    assert code == 0 and _headers(out) == [*_SHOW_HEADERS, _EVENTS_HEADER]
+    rows = out.splitlines()[out.splitlines().index(_EVENTS_HEADER) + 1 :]
+    assert rows == [
+        f"{events[0]}\tinput\t" + '{"n":[1,2],"prompt":"hello"}',
+        f"{events[1]}\toutput\t" + '{"result":"wörld\\\\tdone"}',  # piped: the backslash escaped
+    ]
+
+
+def test_show_lists_a_recorder_run_s_events_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "runs.db"
+    run_id, _ = _forkline_run(db)
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit) as done:
+        main.main(["show", run_id, "--db", str(db)], prog_name="forkline-es")
+    assert done.value.code == 0
+    out = screen.getvalue()
+    assert "events" in out and '{"n":[1,2],"prompt":"hello"}' in out and '{"result":"wörld\\tdone"}' in out
+
+
+def test_show_json_stays_the_run_record_document(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    run_id, _ = _forkline_run(db)
+    code, out = invoke("show", run_id, "--json", "--db", str(db))
+    with fe.Store.open(db) as store:
+        assert code == 0 and json.loads(out) == store.get_run_record(run_id)
+
+
+def test_show_marks_a_removed_payload_empty_and_a_logged_null_as_null(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with fe.RunRecorder(db) as recorder:
+        kept, removed = recorder.start_run("x.py"), recorder.start_run("y.py")
+        for run_id in (kept, removed):
+            recorder.log_event(run_id, "nothing", None)
+            recorder.end_run(run_id)
+        assert recorder.store.remove_payloads(removed) != ()  # all its values
+    for run_id, shown in ((kept, "null"), (removed, "")):
+        code, out = invoke("show", run_id, "--db", str(db))
+        rows = out.splitlines()[out.splitlines().index(_EVENTS_HEADER) + 1 :]
+        assert code == 0 and [row.split("\t")[2:] for row in rows] == [["nothing", shown]]
+
+
+def test_show_is_unchanged_for_runs_without_forkline_events(sample_db: Path, tmp_path: Path) -> None:
+    """An executor run, and a recorder run that logged nothing: the four tables of the document."""
+    with fe.Store.open(sample_db) as store:
+        doc = store.get_run_record("done")
+    code, out = invoke("show", "done", "--db", str(sample_db))
+    assert code == 0 and _headers(out) == _SHOW_HEADERS
+    tables = (doc["run"], doc["payloads"], doc["steps"], doc["entries"])
+    assert len(out.splitlines()) == len(_SHOW_HEADERS) + sum(len(t) for t in tables)
+    db = tmp_path / "quiet.db"
+    with fe.RunRecorder(db) as recorder:
+        quiet = recorder.start_run("x.py")
+        recorder.end_run(quiet)
+    code, out = invoke("show", quiet, "--db", str(db))
+    assert code == 0 and _headers(out) == _SHOW_HEADERS
