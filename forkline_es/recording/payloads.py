@@ -72,10 +72,10 @@ def encode_slots(
         if arg is NOT_RECORDED:
             slots[name] = Slot(state="not-recorded", suppressed=suppressed)
             continue
-        if isinstance(arg, Sensitive) or (is_sensitive is not None and is_sensitive(arg)):
-            slots[name] = Slot(state="withheld", suppressed=suppressed)
-            continue
-        try:
+        try:  # both refuse with a path inside the value: say which slot it is in
+            if isinstance(arg, Sensitive) or (is_sensitive is not None and is_sensitive(arg)):
+                slots[name] = Slot(state="withheld", suppressed=suppressed)
+                continue
             data = encode_value_json(arg)
         except InvalidValue as e:
             raise InvalidValue(e.reason, f"$.{name}{e.path[1:]}") from None

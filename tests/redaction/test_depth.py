@@ -87,4 +87,5 @@ def test_the_executor_refuses_a_deep_payload_and_writes_nothing(db_path: Path) -
         with pytest.raises(fe.InvalidValue) as info:
             store.start_run(workflow="w", inputs={"deep": nested(2000)})
         assert info.value.code == "invalid-value"
+        assert info.value.path.startswith("$.inputs.deep.a[0]")  # the slot named, as for encoding
         assert store.conn.execute("SELECT count(*) FROM log").fetchone() == (0,)
