@@ -236,7 +236,30 @@ BEGIN
 END;
 """
 
+# INSERT OR REPLACE (REPLACE INTO) deletes the row it replaces without firing DELETE
+# triggers unless the connection turned recursive_triggers on, which the sqlite3 shell
+# does not: refused here for any client, before the constraint would be resolved. A seq
+# clash is an append race as well; its message names the constraint as SQLite's own does,
+# so the writer gets a conflict (eventlog.translate) either way.
+_V4: Final = """
+CREATE TRIGGER log_is_never_replaced BEFORE INSERT ON log
+WHEN EXISTS (SELECT 1 FROM log WHERE position = NEW.position)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: log rows are never replaced');
+END;
+CREATE TRIGGER log_seq_is_never_replaced BEFORE INSERT ON log
+WHEN EXISTS (SELECT 1 FROM log WHERE run_id = NEW.run_id AND seq = NEW.seq)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: log.run_id, log.seq is taken; log rows are never replaced');
+END;
+CREATE TRIGGER payload_is_never_replaced BEFORE INSERT ON payload
+WHEN EXISTS (SELECT 1 FROM payload WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: payload values are never replaced');
+END;
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -1,7 +1,7 @@
-"""Schema version 1 -> 3. Version 2: the log loses AUTOINCREMENT and live projectors lose their
+"""Schema version 1 -> 4. Version 2: the log loses AUTOINCREMENT and live projectors lose their
 per-append position write. Version 3: payload values move to a rowid table keyed by
-``payload_ids`` ranges. Every fact, position, value and digest survives, and positions are
-still never reused.
+``payload_ids`` ranges. Version 4: triggers refuse an insert that would replace a row.
+Every fact, position, value and digest survives, and positions are still never reused.
 
 A version-1 file is made the way version-1 code left it: the version-1 DDL, then the rows
 (and projection tables) of a store recorded by today's code, with the projector positions
@@ -20,13 +20,16 @@ import forkline_es as fe
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SLOTS_PER_EVENT
 
 _CORE = ("log", "payload", "eviction", "consumer", "projector", "log_end")
-# Made by the migrations to versions 2 and 3, not present in a version-1 file.
+# Made by the migrations to versions 2, 3 and 4, not present in a version-1 file.
 _LATER = (
     "eviction_position",
     "log_end",
     "eviction_keeps_end_of_log",
     "payload_belongs_to_a_log_row",
     "log_deletes_after_its_values",
+    "log_is_never_replaced",
+    "log_seq_is_never_replaced",
+    "payload_is_never_replaced",
 )
 
 
@@ -119,7 +122,7 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
 
     with fe.Store.open(old) as store:
         conn = store.conn
-        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 4
         assert {t: _rows(conn, t) for t in ("log", "payload", "eviction")} == before
         log_sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'log'").fetchall()[0][0]
         assert "AUTOINCREMENT" not in log_sql
@@ -129,6 +132,9 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
             "log_deletes_only_evicted",
             "log_concluded",
             "eviction_position",
+            "log_is_never_replaced",
+            "log_seq_is_never_replaced",
+            "payload_is_never_replaced",
         }
         assert conn.execute("SELECT DISTINCT position FROM projector").fetchall() == [(None,)]
         assert {run_id: store.get_run_record(run_id) for run_id in kept} == documents

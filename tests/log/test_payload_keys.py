@@ -96,7 +96,7 @@ def test_a_row_off_its_key_is_refused(store: fe.Store) -> None:
     for sql, args in (
         (
             "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, 'x', '1')",
-            ((first + 1) * SLOTS_PER_EVENT, first),
+            ((first + 1000) * SLOTS_PER_EVENT, first),  # a free key, of another position
         ),
         ("INSERT INTO payload (position, slot, value) VALUES (?, 'x', '1')", (first,)),  # id: max + 1
     ):

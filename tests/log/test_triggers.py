@@ -124,6 +124,33 @@ def test_update_of_a_payload_value_always_fails(raw: Raw, recorded: tuple[Path, 
     assert raw("SELECT * FROM payload ORDER BY position, slot") == before
 
 
+@pytest.mark.parametrize("verb", ["INSERT OR REPLACE", "REPLACE"])
+def test_a_replacing_insert_always_fails(raw: Raw, recorded: tuple[Path, str, str], verb: str) -> None:
+    """REPLACE deletes the row it replaces without firing DELETE triggers (recursive
+    triggers are off in a shell): refused before, by position, by (run, seq) and by value key."""
+    _, run_id, _ = recorded
+    _evict(raw, run_id)  # not even an evicted run's rows may be replaced
+    log_before = raw("SELECT * FROM log ORDER BY position")
+    payload_before = raw("SELECT * FROM payload ORDER BY id")
+    (position,) = raw("SELECT position FROM log WHERE run_id = ? AND seq = 2", (run_id,))[0]
+    columns = "run_id, seq, entry, generation, kind, at, key, body, digest, prev"
+    copy = f"SELECT {columns} FROM log WHERE position = ?"
+    tampered = columns.replace("kind", "'tampered' AS kind")
+    assert "never replaced" in raw.refused(
+        f"{verb} INTO log (position, {columns}) SELECT position, {tampered} FROM log WHERE position = ?",
+        (position,),
+    )
+    assert "log.run_id, log.seq" in raw.refused(f"{verb} INTO log ({columns}) {copy}", (position,))
+    value = '{"kind":"int","value":666}'
+    assert "never replaced" in raw.refused(
+        f"{verb} INTO payload (id, position, slot, value) SELECT id, position, slot, ? FROM payload "
+        "WHERE position = ?",
+        (value, position),
+    )
+    assert raw("SELECT * FROM log ORDER BY position") == log_before
+    assert raw("SELECT * FROM payload ORDER BY id") == payload_before
+
+
 def test_delete_of_a_payload_needs_eviction_or_a_recorded_removal(db_path: Path) -> None:
     with fe.Store.open(db_path) as store:
         run = store.start_run("wf", inputs={"i": 1})
