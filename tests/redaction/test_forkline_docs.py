@@ -78,14 +78,3 @@ def test_enum_members_are_refused_and_their_values_recorded(
         assert r.get_events(run_id) == []
         r.log_event(run_id, "input", plain)  # passing `.value` is what the docs advise
         assert r.get_events(run_id)[0]["payload"] == plain
-
-
-@pytest.mark.parametrize(("payload", "plain", "where"), ENUM_PAYLOADS)
-def test_forkline_writes_the_members_value(
-    payload: dict[Any, Any], plain: dict[str, Any], where: str, tmp_path: Path
-) -> None:
-    recorder = pytest.importorskip("forkline.storage.recorder")
-    forkline = recorder.RunRecorder(db_path=str(tmp_path / "forkline.db"))
-    run_id = forkline.start_run("x.py")
-    forkline.log_event(run_id, "input", payload)
-    assert forkline.get_events(run_id)[0]["payload"] == plain
