@@ -155,3 +155,17 @@ def variant_of(h: History, data: st.DataObject) -> History:
         k = data.draw(st.integers(0, len(h.steps) - 1))
         return replace(h, steps=h.steps[:k] + h.steps[k + 1 :])
     return h
+
+
+def assert_guard_agrees(violation: fe.DeterminismViolation | None, diff: fe.RunDiff) -> None:
+    """The guard's first violation is the recorded diff's first divergence (kind, path and
+    A's seq), and no violation means the two runs match."""
+    if violation is None:
+        assert diff.is_match, diff.first
+    else:
+        assert diff.first is not None
+        assert (violation.kind, violation.path, violation.seq) == (
+            diff.first.kind,
+            diff.first.path,
+            diff.first.seq_a,
+        )
