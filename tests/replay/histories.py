@@ -157,6 +157,15 @@ def variant_of(h: History, data: st.DataObject) -> History:
     return h
 
 
+def guarded(rp: fe.Replayer, h: History) -> fe.DeterminismViolation | None:
+    """Replay ``h`` through the guard: its violation, or None when the replay passed."""
+    try:
+        replay(rp, h)
+    except fe.DeterminismViolation as v:
+        return v
+    return None
+
+
 def assert_guard_agrees(violation: fe.DeterminismViolation | None, diff: fe.RunDiff) -> None:
     """The guard's first violation is the recorded diff's first divergence (kind, path and
     A's seq), and no violation means the two runs match."""
