@@ -28,6 +28,7 @@ from forkline_es.retention.policy import (
     Kept,
     RetentionPolicy,
     RunFacts,
+    before,
     parse_duration,
     plan_retention,
 )
@@ -328,7 +329,7 @@ def purge_tombstones(store: Store, older_than: timedelta | str, now: datetime | 
     Afterwards lookups of those runs answer ``run-not-found``.
     """
     age = parse_duration(older_than, "older_than")
-    cutoff = _now(now) - age
+    cutoff = before(_now(now), age)
     with store.log.transaction("purge tombstones") as cur:
         old = [
             r for r, at in cur.execute("SELECT run_id, at FROM eviction").fetchall() if _before(at, cutoff)

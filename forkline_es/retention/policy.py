@@ -36,6 +36,7 @@ __all__ = [
     "PlannedReduction",
     "RetentionPolicy",
     "RunFacts",
+    "before",
     "format_duration",
     "parse_duration",
     "plan_retention",
@@ -57,10 +58,24 @@ def parse_duration(value: timedelta | str, what: str = "duration") -> timedelta:
         return value
     if isinstance(value, str) and _DURATION.match(value.strip()):
         seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(value.strip()))
-        return timedelta(seconds=seconds)
+        try:
+            return timedelta(seconds=seconds)
+        except OverflowError:
+            raise InvalidRequest(
+                f"{what} {value!r} is longer than a timedelta holds (999,999,999 days)"
+            ) from None
     raise InvalidRequest(
         f"{what} is a timedelta or text like '30d', '12h', '1d12h' (units w, d, h, m, s), not {value!r}"
     )
+
+
+def before(now: datetime, age: timedelta) -> datetime:
+    """``now - age``, or the earliest datetime when ``age`` reaches back past year 1: a
+    policy of "older than 5,000 years" selects nothing, it is not an error."""
+    try:
+        return now - age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def format_duration(d: timedelta) -> str:
@@ -197,7 +212,7 @@ def _selected(policy: RetentionPolicy, done: Sequence[RunFacts], now: datetime) 
             for r in runs[policy.keep_last :]:
                 reasons[r.run_id] = f"not among the last {policy.keep_last} completed runs of its workflow"
     if policy.max_age is not None:
-        cutoff = now - policy.max_age
+        cutoff = before(now, policy.max_age)
         for r in done:
             if r.run_id not in reasons and r.ended_at is not None and r.ended_at < cutoff:
                 reasons[r.run_id] = f"ended more than {format_duration(policy.max_age)} ago"
@@ -262,7 +277,7 @@ def plan_retention(
 
     reduce: list[PlannedReduction] = []
     if policy.drop_payloads_after is not None:
-        cutoff = now - policy.drop_payloads_after
+        cutoff = before(now, policy.drop_payloads_after)
         for r in sorted(done, key=lambda r: r.run_id):
             if not evicted.get(r.run_id) and r.ended_at is not None and r.ended_at < cutoff:
                 reduce.append(PlannedReduction(r.run_id, policy.payload_classes))

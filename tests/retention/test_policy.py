@@ -40,7 +40,9 @@ def test_durations_parse(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "30", "d", "-1d", "1.5d", "30 days", timedelta(days=-1), 7])
+@pytest.mark.parametrize(
+    "bad", ["", "30", "d", "-1d", "1.5d", "30 days", timedelta(days=-1), 7, "999999999w", "9" * 20 + "d"]
+)
 def test_bad_durations_are_invalid_requests(bad: object) -> None:
     with pytest.raises(fe.InvalidRequest):
         parse_duration(bad)  # type: ignore[arg-type]
@@ -174,3 +176,11 @@ def test_plan_properties(policy: fe.RetentionPolicy, runs: list[RunFacts], acked
             done_wf = [r for r in runs if r.workflow == wf and r.status in TERMINAL]
             left = [r for r in done_wf if r.run_id not in gone]
             assert len(left) >= min(policy.keep_last, len(done_wf))
+
+
+def test_an_age_reaching_back_past_year_one_selects_nothing(store: fe.Store) -> None:
+    """'Older than 2,700 years' is a valid way to say never, not an overflow."""
+    store.start_run("wf").conclude("succeeded")
+    report = store.apply_retention(fe.RetentionPolicy(max_age="1000000d", drop_payloads_after="1000000d"))
+    assert list(report.evicted) == [] and list(report.reduced) == []
+    assert store.purge_tombstones("1000000d") == 0
