@@ -119,6 +119,11 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def one_line(text: str) -> str:
+    """``text`` for piped output: backslash, tab, newline and carriage return escaped."""
+    return text.translate(_TSV_ESCAPES)
+
+
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """A rich table on a terminal; tab-separated plain text when piped.
 
@@ -139,4 +144,4 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         return
     click.echo("\t".join(columns))
     for r in rows:
-        click.echo("\t".join(_cell(v).translate(_TSV_ESCAPES) for v in r))
+        click.echo("\t".join(one_line(_cell(v)) for v in r))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import click
 
 from forkline_es.cli._common import db_option, echo_json, json_option, open_for_write, refusals
@@ -22,9 +25,16 @@ def import_forkline_command(db: str, source: str, as_json: bool) -> None:
     run ids --db holds for other runs) refuses the whole import, listed; running it again
     after an interruption finishes it without repeating a run.
     """
+    fresh = not os.path.exists(db)
     store = open_for_write(db)
-    with store, refusals():
-        report = import_forkline(source, store)
+    try:
+        with store, refusals():
+            report = import_forkline(source, store)
+    except SystemExit:
+        if fresh:  # refused: the database this command created goes too ("nothing was written")
+            for leftover in (db, f"{db}-wal", f"{db}-shm"):
+                Path(leftover).unlink(missing_ok=True)
+        raise
     if as_json:
         echo_json(
             {"source": report.source, "runs": report.runs, "events": report.events, "resumed": report.resumed}

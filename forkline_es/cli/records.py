@@ -18,6 +18,7 @@ from forkline_es.cli._common import (
     db_option,
     echo_json,
     json_option,
+    one_line,
     open_for_read,
     print_table,
     refusals,
@@ -137,7 +138,7 @@ def _print_timeline(doc: dict[str, Any]) -> None:
     lines = timeline(doc)
     if not sys.stdout.isatty():
         for line in lines:
-            click.echo(line.text)
+            click.echo(one_line(line.text))  # a reason with a newline stays one line
         return
     from rich.console import Console
     from rich.text import Text

@@ -334,6 +334,14 @@ def test_the_command_line_imports_and_refuses_with_exit_codes(tmp_path: Path) ->
     refused = CliRunner().invoke(main, ["import-forkline", db, "--db", str(tmp_path / "other.db")])
     assert refused.exit_code == 2
     assert "invalid-request" in refused.output
+    assert list(tmp_path.glob("other.db*")) == []  # "nothing was written": not even a new file
+
+
+def test_a_refused_import_into_a_new_path_leaves_no_database(tmp_path: Path) -> None:
+    source = forkline_db(tmp_path / "old.db", [], [("nobody", "2026-01-01T12:00:00+00:00", "input", "{}")])
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "new.db"), "import-forkline", str(source)])
+    assert result.exit_code == 2 and "no such run" in result.output
+    assert list(tmp_path.glob("new.db*")) == []
 
 
 def big_source(path: Path, runs: int, events: int) -> Path:

@@ -50,3 +50,15 @@ def test_show_timeline_command(db_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "recovery (seq 6)" in result.output
     assert "✗ superseded by 6" in result.output
+
+
+def test_piped_timeline_keeps_each_entry_on_one_line(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        run = store.start_run("wf", run_id="r")
+        run.begin_step("a")
+        run.end_step("a", "failed", code="c\td")
+        run.conclude("failed", reason="why\tnot\nreally")
+    result = CliRunner().invoke(main, ["show", "r", "--timeline", "--db", str(db_path)])
+    assert result.exit_code == 0, result.output
+    assert "failed: why\\tnot\\nreally" in result.output and "[c\\td]" in result.output
+    assert "\t" not in result.output and not any(line == "really" for line in result.output.splitlines())
