@@ -253,12 +253,12 @@ def _check_evictable(store: Store, cur: Cursor, run_id: str, force: bool) -> str
     if waiting:
         raise Conflict(
             f"run {run_id!r} is protected: consumer(s) {', '.join(waiting)} have not acknowledged its "
-            "completion; acknowledge it, unregister the consumer, or pass force=True"
+            "completion; acknowledge it, unregister the consumer, or pass force=True (--force)"
         )
     if parent is not None and _status(cur, parent) is not None:
         raise Conflict(
             f"run {run_id!r} is a child of the retained run {parent!r}; a call tree is evicted from its "
-            "root down: evict the parent first, or pass force=True"
+            "root down: evict the parent first, or pass force=True (--force)"
         )
     return str(workflow)
 

@@ -35,6 +35,8 @@ STORE_CALLS: list[tuple[str, Callable[[fe.Store], Any]]] = [
     ("evict_run", lambda s: s.evict_run(LONE, reason="test")),
     ("register_consumer", lambda s: s.register_consumer(LONE)),
     ("metrics", lambda s: s.metrics(LONE, "latency")),
+    ("verify_run", lambda s: s.verify_run(LONE)),
+    ("verify_run, empty id", lambda s: s.verify_run("")),
 ]
 
 
