@@ -18,6 +18,7 @@ import msgspec
 
 from forkline_es.compat.views import import_hint, written_by_forkline
 from forkline_es.errors import RecordError, StoreError
+from forkline_es.log.eventlog import translate
 from forkline_es.store import Store
 
 __all__ = [
@@ -72,11 +73,8 @@ def refusals() -> Iterator[None]:
         fail(f"{e.code}: {e.message}")
     except StoreError as e:
         fail(str(e))
-    except apsw.Error as e:  # met while reading: the file is damaged (or the disk failed)
-        fail(
-            f"the database could not be read: {e}; `sqlite3 FILE 'PRAGMA integrity_check'` says "
-            "what is damaged; restore the file from a copy"
-        )
+    except apsw.Error as e:  # met outside the log's own transactions, which translate theirs
+        fail(str(translate(e, "read")))
 
 
 def open_for_read(db: str) -> Store:
