@@ -28,11 +28,12 @@ import msgspec
 from forkline_es._logging import get_logger
 from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
 from forkline_es.artifacts.store import ArtifactFiles, file_checksum
-from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.errors import RunNotFound, RunNotRetained
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, PayloadsRemoved
 from forkline_es.log.rows import LogRow, row_digest
 from forkline_es.projections.check import RunRefolder
-from forkline_es.values import canonical_json, is_text, sha256_digest
+from forkline_es.recording.state import check_text
+from forkline_es.values import canonical_json, sha256_digest
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -376,8 +377,7 @@ def verify_run(
     ``projections``: also compare its projections with a refold of its rows (in
     ``refolder``'s scratch database when given, else in one of its own).
     """
-    if not is_text(run_id):  # as every read refuses it (get_run_record, ...)
-        raise InvalidRequest(f"a run identifier is a nonempty string of Unicode text, not {run_id!r}")
+    check_text(run_id, "a run identifier")  # as every read refuses it (get_run_record, ...)
     sums = sums if sums is not None else Checksums()
     files = store.artifact_files
     problems: list[Problem] = []

@@ -25,6 +25,7 @@ from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotReta
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
 from forkline_es.recording.run import Run
+from forkline_es.recording.state import check_text
 from forkline_es.redaction import RedactionPolicy
 from forkline_es.store import Store
 from forkline_es.values import canonical_json, is_text, sha256_digest
@@ -57,8 +58,7 @@ def logged_event(
 
     A value JSON cannot carry is refused with ``invalid-value`` naming where it is.
     """
-    if not is_text(event_type):
-        raise InvalidRequest(f"event_type must be a nonempty string of Unicode text, not {event_type!r}")
+    check_text(event_type, "event_type")
     data = canonical_json(policy.redact(payload))
     event = ForklineLogged(
         event_type=event_type,
@@ -195,8 +195,7 @@ class RunRecorder:
         )
 
     def _resume(self, run_id: str) -> Run:
-        if not is_text(run_id):
-            raise InvalidRequest(f"run_id must be a nonempty string of Unicode text, not {run_id!r}")
+        check_text(run_id, "run_id")
         try:
             return self.store.resume_run(run_id)
         except RunNotRetained:

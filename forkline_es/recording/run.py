@@ -46,7 +46,7 @@ from forkline_es.recording.state import (
     check_word,
     comparable,
 )
-from forkline_es.values import is_digest, is_text
+from forkline_es.values import is_digest
 from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
 
 if TYPE_CHECKING:
@@ -441,8 +441,7 @@ class Run:
         """Return the original seq for a repeated call, else check and append one event."""
         if self._fenced is not None:
             raise Conflict(self._fenced)
-        if not is_text(key):
-            raise InvalidRequest(f"an idempotency key is a nonempty string of Unicode text, not {key!r}")
+        check_text(key, "an idempotency key")
         body = encode_body(event)
         state = self._state
         self.last_position = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 
@@ -102,7 +102,13 @@ def check_word(value: object, allowed: frozenset[str], what: str) -> str:
     return value
 
 
+@overload
+def check_text(value: object, what: str) -> str: ...
+@overload
+def check_text(value: object, what: str, *, optional: bool) -> str | None: ...
 def check_text(value: object, what: str, *, optional: bool = False) -> str | None:
+    """``value`` when it is a nonempty string UTF-8 can encode (None too when ``optional``),
+    else ``invalid-request`` naming ``what``."""
     if value is None and optional:
         return None
     if not is_text(value):

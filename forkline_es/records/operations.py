@@ -11,6 +11,7 @@ from forkline_es.log.connection import Cursor
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import render_listed
+from forkline_es.recording.state import check_text
 from forkline_es.records.documents import (
     build_document,
     decode_document,
@@ -27,8 +28,7 @@ __all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs"
 
 
 def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
-    if not is_text(run_id):
-        raise InvalidRequest(f"a run identifier is a nonempty string of Unicode text, not {run_id!r}")
+    check_text(run_id, "a run identifier")
     summary = store.projections.persist.load_summary(cur, run_id)
     if summary is not None:
         return summary

@@ -23,6 +23,7 @@ from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.log.schema import payload_ids
 from forkline_es.recording.payloads import SLOT_CLASS
+from forkline_es.recording.state import check_text
 from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
 from forkline_es.retention.policy import (
     Kept,
@@ -275,8 +276,7 @@ def evict_run(
     Refuses (``conflict``) a non-terminal run, and, unless ``force``, a run that a
     registered consumer has not acknowledged or whose parent is retained.
     """
-    if not is_text(run_id):
-        raise InvalidRequest(f"a run identifier is a nonempty string of Unicode text, not {run_id!r}")
+    check_text(run_id, "a run identifier")
     if not is_text(reason):
         raise InvalidRequest("an eviction needs a reason: a nonempty string saying why")
     conn = store.conn

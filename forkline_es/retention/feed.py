@@ -19,7 +19,8 @@ from forkline_es._logging import get_logger
 from forkline_es.errors import InvalidRequest
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import end_of_log
-from forkline_es.values import is_text, utc_now
+from forkline_es.recording.state import check_text
+from forkline_es.values import utc_now
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -66,9 +67,7 @@ class Consumer:
 
 
 def _check_name(name: object) -> str:
-    if not is_text(name):
-        raise InvalidRequest(f"a consumer name is a nonempty string of Unicode text, not {name!r}")
-    return name
+    return check_text(name, "a consumer name")
 
 
 def _load(cur: Cursor, name: str) -> Consumer | None:
