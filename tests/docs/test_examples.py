@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -49,8 +51,36 @@ def environment() -> dict[str, str]:
     return env
 
 
+#: What differs from one run of an example to the next: recording times, generated run ids.
+_VOLATILE: Final = (
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"), "<time>"),
+    (re.compile(r"\b[0-9a-f]{32}\b"), "<run id>"),
+)
+
+
+def steady(text: str) -> str:
+    for pattern, stands_for in _VOLATILE:
+        text = pattern.sub(stands_for, text)
+    return text
+
+
+def shown_output(block: Block) -> str | None:
+    """The ```text block right after a printing example (only blank lines between): what the
+    doc says it prints."""
+    if "print(" not in block.text:
+        return None
+    closing = block.line + len(block.text.splitlines()) + 1  # 1-based line of the closing fence
+    later = [b for b in blocks(block.file) if b.line > closing]
+    if not later or later[0].lang != "text":
+        return None
+    lines = block.file.read_text(encoding="utf-8").splitlines()
+    between = lines[closing : later[0].line - 1]
+    return later[0].text if all(not line.strip() for line in between) else None
+
+
 @pytest.mark.parametrize("block", PYTHON, ids=[b.where for b in PYTHON])
 def test_python_example_runs(block: Block, demo_dir: Path, tmp_path: Path) -> None:
+    """Each example runs; one followed directly by a ```text block prints exactly that text."""
     cwd = fresh_copy(demo_dir, tmp_path)
     script = cwd / "doc_example.py"
     script.write_text(block.text, encoding="utf-8")
@@ -63,6 +93,9 @@ def test_python_example_runs(block: Block, demo_dir: Path, tmp_path: Path) -> No
         timeout=TIMEOUT_S,
     )
     assert done.returncode == 0, f"{block.where} failed:\n{done.stdout}\n{done.stderr}"
+    shown = shown_output(block)
+    if shown is not None:
+        assert steady(done.stdout) == steady(shown), f"{block.where} prints other than its doc shows"
 
 
 @pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[b.where for b in SHELL_BLOCKS])
@@ -88,6 +121,7 @@ def test_the_docs_have_examples_to_run() -> None:
     readme = Path(__file__).resolve().parents[2] / "README.md"
     assert any(b.file == readme for b in PYTHON)
     assert any(b.file == readme for b in SHELL_BLOCKS)
+    assert len([b for b in PYTHON if shown_output(b) is not None]) >= 8  # outputs compared
 
 
 def test_block_rules() -> None:
