@@ -29,7 +29,6 @@ from forkline_es.errors import DeterminismViolation, RecordError
 from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.recording.state import check_branch
-from forkline_es.replay.align import DEFAULT_WINDOW
 from forkline_es.replay.diff import Change, Divergence, compare_entries
 from forkline_es.replay.entries import active_entries, entry_path, key_of, keys_of
 from forkline_es.values import decode_value, encode_value
@@ -137,12 +136,9 @@ class Replayer:
     the executor is done; a record with entries left over is a ``missing-step``.
     """
 
-    def __init__(
-        self, store: Store, run_id: str, *, record: bool = False, window: int = DEFAULT_WINDOW
-    ) -> None:
+    def __init__(self, store: Store, run_id: str, *, record: bool = False) -> None:
         self.store = store
         self.run_id = run_id
-        self.window = window
         document = store.get_run_record(run_id)
         self._entries = active_entries(document)
         self._keys = keys_of(self._entries)
