@@ -25,7 +25,7 @@ from forkline_es.artifacts import verify
 from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
 from forkline_es.log.connection import Connection, Cursor, Durability, open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
@@ -37,6 +37,7 @@ from forkline_es.recording.payloads import encode_slots
 from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_text
 from forkline_es.records import operations
+from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.retention import apply as retention
 from forkline_es.retention import feed
 from forkline_es.retention.policy import RetentionPolicy
@@ -75,7 +76,7 @@ class Store:
         self,
         conn: Connection,
         path: str,
-        redaction: Any = None,
+        redaction: RedactionPolicy | None = None,
         reopen: Callable[[], Connection] | None = None,
     ) -> None:
         self.path = path
@@ -103,14 +104,25 @@ class Store:
         cls,
         path: str | os.PathLike[str] = "runs.db",
         durability: Durability = "normal",
-        redaction: Any = None,
+        redaction: RedactionPolicy | None = None,
     ) -> Store:
         """Open or create a store; refuses foreign or newer files with StoreError, untouched.
 
         ``redaction``: a ``RedactionPolicy``; a payload it finds sensitive is recorded as
-        ``withheld`` and never reaches the disk.
+        ``withheld`` and never reaches the disk. A runs.db that Forkline itself wrote is
+        refused with the two commands that import it.
         """
-        conn = open_connection(path, durability)
+        if redaction is not None:
+            checked_policy(redaction, "redaction")  # before the file is created
+        try:
+            conn = open_connection(path, durability)
+        except StoreError as e:
+            # compat builds on the store, so it is imported here, where a refusal needs it
+            from forkline_es.compat.views import import_hint, written_by_forkline
+
+            if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
+                raise
+            raise StoreError(import_hint(os.fspath(path))) from e
         store = cls(conn, os.fspath(path), redaction, reopen=lambda: open_connection(path, durability))
         try:
             store.projections.ensure()

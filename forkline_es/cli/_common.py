@@ -16,7 +16,6 @@ import apsw
 import click
 import msgspec
 
-from forkline_es.compat.views import import_hint, written_by_forkline
 from forkline_es.errors import RecordError, StoreError
 from forkline_es.log.eventlog import translate
 from forkline_es.store import Store
@@ -94,7 +93,7 @@ def open_for_write(db: str) -> Store:
     try:
         return Store.open(db)
     except StoreError as e:
-        fail(import_hint(db) if written_by_forkline(db) else str(e))
+        fail(str(e))
     except RecordError as e:
         fail(f"{e.code}: {e.message}")
     raise AssertionError("unreachable")

@@ -34,7 +34,7 @@ from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, has_forkline_ta
 from forkline_es.errors import Conflict, InvalidRequest, RecordError
 from forkline_es.log.events import RunStarted
 from forkline_es.recording.payloads import encode_slots
-from forkline_es.redaction import RedactionPolicy
+from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
 from forkline_es.values._paths import Refused
 from forkline_es.values._time import utc_text
@@ -239,7 +239,9 @@ def import_forkline(
     per bad run or event) or ``conflict`` (a run id the store holds for another run),
     writing nothing.
     """
-    policy = RedactionPolicy.default() if redaction_policy is None else redaction_policy
+    policy = checked_policy(
+        RedactionPolicy.default() if redaction_policy is None else redaction_policy, "redaction_policy"
+    )
     path = os.fspath(source)
     conn = _open_source(path)
     try:

@@ -20,13 +20,13 @@ from typing import Any, Final
 
 import msgspec
 
-from forkline_es.compat.views import RUN_COLUMNS, import_hint, run_events, written_by_forkline
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
+from forkline_es.compat.views import RUN_COLUMNS, run_events
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
-from forkline_es.redaction import RedactionPolicy
+from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
 from forkline_es.values import canonical_json, is_text, sha256_digest
 
@@ -84,20 +84,9 @@ class RunRecorder:
     ) -> None:
         if redaction_policy is None:
             redaction_policy = RedactionPolicy.default()
-        elif not isinstance(redaction_policy, RedactionPolicy):
-            raise InvalidRequest(
-                f"redaction_policy must be a forkline_es.RedactionPolicy, not "
-                f"{type(redaction_policy).__name__} (use RedactionPolicy.default(), "
-                "RedactionPolicy([RedactionRule(...), ...]) or RedactionPolicy.none())"
-            )
+        self.redaction_policy = checked_policy(redaction_policy, "redaction_policy")
         self.db_path = os.fspath(db_path)
-        self.redaction_policy = redaction_policy
-        try:
-            self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
-        except StoreError as e:
-            if not written_by_forkline(self.db_path):
-                raise
-            raise StoreError(import_hint(self.db_path)) from e
+        self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
         self._handles: dict[str, Run] = {}
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).

@@ -149,9 +149,10 @@ def _inspect_read_only(path: str) -> tuple[int, int, int]:
 def _judge(path: str, app_id: int, version: int, objects: int) -> None:
     """Refuse another application's database or a newer schema, saying which."""
     if app_id != APPLICATION_ID and (objects > 0 or app_id != 0):
+        whose = f"application_id {app_id:#x}" if app_id else "tables of its own, no application_id"
         raise StoreError(
-            f"{path} is a SQLite database of another application "
-            f"(application_id {app_id:#x}); forkline_es will not write to it"
+            f"{path} is a SQLite database of another application ({whose}); "
+            "forkline_es will not write to it: pass a forkline_es database, or a new path"
         )
     if version > SCHEMA_VERSION:
         raise StoreError(

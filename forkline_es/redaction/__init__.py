@@ -1,7 +1,7 @@
 """Redaction at the storage boundary: mask, hash or drop secrets before they are recorded."""
 
 from forkline_es.redaction._defaults import DEFAULT_KEYS, DEFAULT_PATTERNS
-from forkline_es.redaction._policy import DEFAULT_MASK, RedactionPolicy
+from forkline_es.redaction._policy import DEFAULT_MASK, RedactionPolicy, checked_policy
 from forkline_es.redaction._rules import Action, RedactionRule
 
 __all__ = [
@@ -11,4 +11,5 @@ __all__ = [
     "Action",
     "RedactionPolicy",
     "RedactionRule",
+    "checked_policy",
 ]

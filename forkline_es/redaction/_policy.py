@@ -23,7 +23,7 @@ from forkline_es.values import FileRef
 from forkline_es.values._canonical import MAX_JSON_DEPTH
 from forkline_es.values._paths import render_path
 
-__all__ = ["DEFAULT_MASK", "RedactionPolicy"]
+__all__ = ["DEFAULT_MASK", "RedactionPolicy", "checked_policy"]
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -338,3 +338,18 @@ def _alternation(patterns: Sequence[tuple[int, re.Pattern[str]]]) -> re.Pattern[
         return re.compile("|".join(f"(?:{compiled.pattern})" for _, compiled in patterns))
     except re.error:
         return None
+
+
+def checked_policy(policy: object, what: str) -> RedactionPolicy:
+    """``policy`` if it is a ``RedactionPolicy``, else ``invalid-request`` saying what to pass.
+
+    Forkline's own ``RedactionPolicy`` (or any look-alike) has other rules and methods: taken
+    as it is, it would fail deep inside a call, or redact nothing.
+    """
+    if not isinstance(policy, RedactionPolicy):
+        raise InvalidRequest(
+            f"{what} must be a forkline_es.RedactionPolicy, not {type(policy).__name__} "
+            "(use RedactionPolicy.default(), RedactionPolicy([RedactionRule(...), ...]) "
+            "or RedactionPolicy.none())"
+        )
+    return policy

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -307,12 +308,26 @@ def test_a_run_id_the_store_holds_for_another_run_is_a_conflict(tmp_path: Path) 
         assert log_rows(store) == before
 
 
-def test_the_recorder_on_a_forkline_file_says_how_to_import_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("opener", [fe.RunRecorder, fe.Store.open], ids=["RunRecorder", "Store.open"])
+def test_opening_a_forkline_file_says_how_to_import_it(tmp_path: Path, opener: Any) -> None:
     source = sample(tmp_path / "runs.db")
     untouched = source.read_bytes()
-    with pytest.raises(fe.StoreError, match="import-forkline"):
-        fe.RunRecorder(source)
+    hint = f"mv {source} {source}.forkline && forkline-es --db {source} import-forkline"
+    with pytest.raises(fe.StoreError, match=re.escape(hint)):
+        opener(source)
     assert source.read_bytes() == untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"]
+
+
+def test_another_applications_database_is_refused_saying_what_to_pass(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    untouched = path.read_bytes()
+    with pytest.raises(fe.StoreError, match=r"another application \(tables of its own, no application_id\)"):
+        fe.Store.open(path)
+    assert path.read_bytes() == untouched
 
 
 def test_the_command_line_on_a_forkline_file_says_how_to_import_it(tmp_path: Path) -> None:

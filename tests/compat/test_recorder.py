@@ -7,6 +7,7 @@ import math
 import os
 import platform
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -364,13 +365,30 @@ def test_a_forkline_run_is_a_run_of_the_engine(recorder: fe.RunRecorder) -> None
     assert kinds == ["run-started", "forkline-logged", "run-concluded"]
 
 
-def test_a_foreign_redaction_policy_is_refused(db_path: Path) -> None:
-    class ForklinePolicy:
-        def redact(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
-            return payload
+class ForklinePolicy:
+    """The shape of Forkline's own RedactionPolicy: another method, other rules."""
 
-    with pytest.raises(fe.InvalidRequest):
-        fe.RunRecorder(db_path, redaction_policy=ForklinePolicy())  # type: ignore[arg-type]
+    def redact(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return payload
+
+
+def test_a_foreign_redaction_policy_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    wanted = r"must be a forkline_es\.RedactionPolicy, not ForklinePolicy"
+    with pytest.raises(fe.InvalidRequest, match=r"redaction_policy " + wanted):
+        fe.RunRecorder(db, redaction_policy=ForklinePolicy())  # type: ignore[arg-type]
+    with pytest.raises(fe.InvalidRequest, match=r"redaction " + wanted):
+        fe.Store.open(db, redaction=ForklinePolicy())  # type: ignore[arg-type]
+    assert not db.exists()
+
+    with fe.Store.open(db) as store:
+        source = tmp_path / "forkline.db"
+        conn = sqlite3.connect(source)
+        conn.execute("CREATE TABLE runs (run_id TEXT)")
+        conn.close()
+        with pytest.raises(fe.InvalidRequest, match=r"redaction_policy " + wanted):
+            fe.import_forkline(source, store, redaction_policy=ForklinePolicy())  # type: ignore[arg-type]
+        assert store.list_runs() == []
 
 
 def test_verify_diff_and_eviction_work_on_forkline_runs(recorder: fe.RunRecorder) -> None:
