@@ -84,14 +84,15 @@ def check_branch(branch: Any) -> dict[str, Any] | None:
         return None
     if isinstance(branch, dict) and len(branch) == 1:
         ((k, v),) = branch.items()
-        if k == "case" and type(v) is str:
+        if k == "case" and type(v) is str and (v == "" or is_text(v)):  # "" is a case name too
             return {"case": v}
         if k == "arm" and type(v) is int and v >= 0:
             return {"arm": v}
         if k == "else" and v is True:
             return {"else": True}
     raise InvalidRequest(
-        f"branch must be {{'case': str}}, {{'arm': int >= 0}} or {{'else': True}}, not {branch!r}"
+        f"branch must be {{'case': str}} (Unicode text), {{'arm': int >= 0}} or {{'else': True}}, "
+        f"not {branch!r}"
     )
 
 

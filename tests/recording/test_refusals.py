@@ -77,6 +77,7 @@ INVALID_REQUEST: list[tuple[str, Call]] = [
             {"else": False},
             {"x": 1},
             {"case": "a", "arm": 1},
+            {"case": "\ud800"},  # a lone surrogate: UTF-8 cannot store it
             "case",
             [],
         )
