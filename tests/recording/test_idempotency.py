@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +91,19 @@ def test_start_run_repeats_by_run_id_regardless_of_the_environment(
     with pytest.raises(fe.Conflict):
         store.start_run(workflow="w", inputs={"i": 2}, run_id="r")
     assert count(store) == n
+
+
+def test_a_repeat_with_its_maps_in_another_order_is_the_same_call(store: fe.Store) -> None:
+    """Bodies are canonical JSON (keys sorted), so map order never makes two calls of one."""
+    a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    store.start_run(workflow="w", run_id="r", pins={"tool": b, "definition": a})
+    again = store.start_run(workflow="w", run_id="r", pins={"definition": a, "tool": b})
+    run = store.resume_run("r")
+    run.end_step("s", "skipped", branch={"case": "x"}, details={"z": 1, "a": [{"y": 2, "b": 3}]})
+    assert run.end_step("s", "skipped", branch={"case": "x"}, details={"a": [{"b": 3, "y": 2}], "z": 1}) == 2
+    assert again.id == "r" and count(store) == 2
+    for (body,) in store.conn.execute("SELECT body FROM log"):
+        assert body == fe.canonical_json(json.loads(body)).decode()
 
 
 def _lose_acknowledgements(monkeypatch: pytest.MonkeyPatch, store: fe.Store, times: int) -> list[int]:

@@ -53,9 +53,23 @@ def test_a_failed_attempts_code_does_not_describe_a_step_that_succeeded(mem_stor
     assert mem_store.get_step_record(run.id, "bad")["code"] == "timeout"
 
 
-def test_a_skipped_step_may_end_without_beginning(mem_store: fe.Store) -> None:
+@pytest.mark.parametrize("outcome", ["skipped", "cancelled"])
+def test_a_skipped_or_cancelled_step_may_end_without_beginning(mem_store: fe.Store, outcome: str) -> None:
     run = mem_store.start_run(workflow="w")
-    run.end_step("branch/else", "skipped")
-    assert mem_store.get_step_record(run.id, "branch/else")["outcome"] == "skipped"
+    run.end_step("branch/else", outcome)
+    assert mem_store.get_step_record(run.id, "branch/else")["outcome"] == outcome
     with pytest.raises(fe.Conflict):
         run.end_step("never", "succeeded")
+    with pytest.raises(fe.Conflict):
+        run.end_step("never", "failed")
+
+
+@pytest.mark.parametrize(
+    "branch", [{"arm": 0}, {"arm": 3}, {"case": ""}, {"case": "eu"}, {"else": True}], ids=str
+)
+def test_each_branch_form_is_recorded_as_given(mem_store: fe.Store, branch: dict[str, object]) -> None:
+    """Arms are zero-based (seed 002), so arm 0 is a decision like any other."""
+    run = mem_store.start_run(workflow="w")
+    run.begin_step("choose")
+    run.end_step("choose", "succeeded", branch=branch)
+    assert mem_store.get_step_record(run.id, "choose")["branch"] == branch

@@ -162,6 +162,7 @@ SECRET_VALUES = {
         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
         "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
     ),
+    "jwt-unsigned": "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.",  # alg none: no signature
     "aws-akia": "key AKIAIOSFODNN7EXAMPLE in a log line",
     "aws-asia": "ASIAY34FZKBOKMUTVV7A",
     "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----",

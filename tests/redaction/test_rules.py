@@ -153,6 +153,14 @@ def test_first_matching_rule_wins() -> None:
     assert drop_first.redact(payload) == {"user": {}}
 
 
+def test_an_earlier_key_rule_wins_over_a_later_pattern_rule() -> None:
+    p = policy(RedactionRule(action="hash", key="token"), RedactionRule(action="mask", pattern="secret"))
+    assert p.redact({"token": "secret-123", "note": "secret"}) == {
+        "token": _sha256('"secret-123"'),
+        "note": DEFAULT_MASK,
+    }
+
+
 def test_an_earlier_pattern_rule_wins_over_a_later_key_rule_and_the_result_is_stable() -> None:
     p = policy(RedactionRule(action="mask", pattern="^secret"), RedactionRule(action="drop", key="x"))
     once = p.redact({"x": "secret!", "y": "secret?"})
