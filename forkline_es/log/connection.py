@@ -120,12 +120,18 @@ def _refuse_foreign_file(path: str) -> None:
         )
 
 
+#: One statement, so one snapshot: read one by one, another process creating the file could
+#: commit in between, and its tables would be seen without its application_id.
+_INSPECT: Final = (
+    "SELECT (SELECT application_id FROM pragma_application_id), "
+    "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema)"
+)
+
+
 def _inspect(conn: Connection, path: str) -> tuple[int, int, int]:
-    """(application_id, user_version, number of schema objects), read-only."""
+    """(application_id, user_version, number of schema objects) of one snapshot, read-only."""
     try:
-        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
-        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-        objects = conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()[0][0]
+        ((app_id, version, objects),) = conn.execute(_INSPECT).fetchall()
     except apsw.NotADBError as e:
         raise StoreError(f"{path} is not a SQLite database: {e}") from None
     except apsw.Error as e:
