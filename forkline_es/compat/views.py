@@ -22,6 +22,8 @@ version replaces the views in databases made by older code.
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 import apsw
@@ -78,9 +80,15 @@ def has_forkline_tables(conn: apsw.Connection) -> bool:
 
 
 def written_by_forkline(path: str) -> bool:
-    """Whether the file at ``path`` is a runs.db that Forkline itself wrote (read-only look)."""
+    """Whether the file at ``path`` is a runs.db that Forkline itself wrote.
+
+    Opened ``immutable``: a read-only connection to a WAL-mode file would create -wal and
+    -shm files beside it that it cannot remove, and the refused file must stay untouched.
+    (Forkline writes with a rollback journal; its tables are in the file itself.)
+    """
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
     try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     except apsw.Error:
         return False
     try:
