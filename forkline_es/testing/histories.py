@@ -132,12 +132,15 @@ class HistoryMachine(RuleBasedStateMachine):
 
     Each rule picks a run and a call the log will accept (from the run handle's folded
     state), so every call is expected to succeed: a refusal fails the test. Override
-    ``open_store`` to choose the store.
+    ``open_store`` to choose the store, and ``open_others`` to add stores on the same
+    database (other processes): a crashed run is then resumed through any of them, and a
+    store meets the runs others appended to since it last wrote (its caches gone stale).
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.store = self.open_store()
+        self.stores = [self.store, *self.open_others(self.store)]
         self.handles: dict[str, fe.Run] = {}
         self.dry: dict[str, bool] = {}
         self.counter = 0
@@ -145,8 +148,13 @@ class HistoryMachine(RuleBasedStateMachine):
     def open_store(self) -> fe.Store:
         return fe.Store.open(":memory:")
 
+    def open_others(self, store: fe.Store) -> list[fe.Store]:
+        """More stores on ``store``'s database; none by default (``:memory:`` is not shared)."""
+        return []
+
     def teardown(self) -> None:
-        self.store.close()
+        for store in reversed(self.stores):
+            store.close()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -297,13 +305,25 @@ class HistoryMachine(RuleBasedStateMachine):
         self.counter += 1
         run._append_event(event, f"{ONE_OFF_KEY}{self.counter}", payloads)  # as RunRecorder's
 
+    def _shared(self) -> bool:
+        return len(self.stores) > 1 and self._has_open()
+
+    @precondition(_shared)
+    @rule(data=st.data())
+    def hand_over(self, data: st.DataObject) -> None:
+        """Another process goes on with the run from where the log is (no crash, no new
+        generation); the store that wrote before meets it again later, its cache stale."""
+        run_id = self._pick(data).id
+        self.handles[run_id] = data.draw(st.sampled_from(self.stores), label="to").resume_run(run_id)
+
     @precondition(_has_open)
     @rule(data=st.data())
     def crash_and_recover(self, data: st.DataObject) -> None:
-        """Drop the handle as a crashed process would, resume from the log, enter a new generation."""
+        """Drop the handle as a crashed process would, resume from the log (in any of the
+        stores: another process may take over), enter a new generation."""
         run_id = self._pick(data).id
         del self.handles[run_id]
-        run = self.store.resume_run(run_id)
+        run = data.draw(st.sampled_from(self.stores), label="resumed by").resume_run(run_id)
         self.handles[run_id] = run
         work = [f.entry for f in run._state.facts if f.log_kind in _WORK_KINDS and not f.superseded]
         supersedes = data.draw(st.lists(st.sampled_from(work), unique=True) if work else st.just([]))

@@ -11,6 +11,8 @@ against the shipped schema and keep 002's invariants.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from typing import Any
 
 import jsonschema
@@ -62,6 +64,19 @@ def check_document(doc: dict[str, Any]) -> None:
 
 
 class ReplayMachine(HistoryMachine):
+    """On a file, with a second store on it: a crashed run may go on in the other store."""
+
+    def open_store(self) -> fe.Store:
+        self.folder = tempfile.TemporaryDirectory()
+        return fe.Store.open(os.path.join(self.folder.name, "runs.db"))
+
+    def open_others(self, store: fe.Store) -> list[fe.Store]:
+        return [fe.Store.open(store.path)]
+
+    def teardown(self) -> None:
+        super().teardown()
+        self.folder.cleanup()
+
     def __init__(self) -> None:
         super().__init__()
         self.seen: dict[str, list[str]] = {}
