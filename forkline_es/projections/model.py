@@ -49,6 +49,8 @@ class StepView(msgspec.Struct, frozen=True, omit_defaults=True):
     status: str = "active"
     outcome: str | None = None
     code: str | None = None
+    #: the code the step's end gave itself, which a late result of an attempt cannot replace
+    end_code: str | None = None
     branch: dict[str, Any] | None = None
     attempt: int | None = None
     #: the ``arguments`` recorded when the step began: reported when the latest attempt has none

@@ -45,7 +45,7 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 5
+CORE_VERSION: Final = 6  # 6: StepView.end_code
 
 Progress = Callable[[int, int], None]
 

@@ -39,15 +39,15 @@ def _refs(row: LogRow, slots: dict[str, Slot]) -> dict[str, SlotRef]:
     return {k: SlotRef(row.position, k, s) for k, s in slots.items()}
 
 
-def _ended_code(event: StepEnded, latest: str | None) -> str | None:
+def _ended_code(outcome: str | None, own: str | None, latest: str | None) -> str | None:
     """The code that applies once a step ended: its own, else a failed outcome's last attempt's.
 
     A code classified for a failed attempt does not describe a step that then succeeded
-    (or was skipped or cancelled).
+    (or was skipped or cancelled), and a late result cannot replace the step's own code.
     """
-    if event.code is not None:
-        return event.code
-    return latest if event.outcome == "failed" else None
+    if own is not None:
+        return own
+    return latest if outcome == "failed" else None
 
 
 def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView | None:
@@ -77,10 +77,11 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
         case ActionResult():
             if view is None or view.attempt != event.attempt:
                 return view  # only the latest attempt's result describes the step
+            ended = view.status == "ended"  # a late result: the step's outcome still rules
             return replace(
                 view,
                 generation=gen,
-                code=event.code,
+                code=_ended_code(view.outcome, view.end_code, event.code) if ended else event.code,
                 slots={**view.slots, **_refs(row, event.slots)},
             )
         case StepEnded():
@@ -90,7 +91,8 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
                 generation=gen,
                 status="ended",
                 outcome=event.outcome,
-                code=_ended_code(event, base.code),
+                code=_ended_code(event.outcome, event.code, base.code),
+                end_code=event.code,
                 branch=event.branch,
                 slots={**base.slots, **_refs(row, event.slots)},
             )

@@ -409,6 +409,8 @@ def _step_view(path: str, rows: Iterable[_Row], values: dict[tuple[int, str], st
             if attempt != row.body["attempt"]:
                 continue
             code = row.body.get("code")
+            if end is not None:  # a late result: the ended step's own code, or a failure's
+                code = end.body.get("code", code if end.body["outcome"] == "failed" else None)
         elif row.kind == "step-ended":
             end = row
             code = row.body.get("code", code if row.body["outcome"] == "failed" else None)
