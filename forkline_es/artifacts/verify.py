@@ -48,6 +48,10 @@ PROBLEM_KINDS: Final = {
     "body-undecodable": "a row's body is not an event this version understands",
     "payload-digest": "a stored payload value does not match the digest its event records",
     "payload-unexpected": "a payload value is stored for a slot its event does not hold as present",
+    "payload-missing": (
+        "a slot its event holds as present has no value, and no payloads-removed event records "
+        "its removal (deleted behind the triggers)"
+    ),
     "artifact-path": "an artifact's recorded path leaves the artifact folder",
     "artifact-missing": "an artifact file is gone",
     "artifact-size": "an artifact file has another size than recorded",
