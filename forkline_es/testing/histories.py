@@ -110,7 +110,10 @@ def _payload_args(dry_run: bool) -> st.SearchStrategy[Any]:
         suppressed = st.lists(
             st.lists(st.text(max_size=3) | st.integers(0, 3), max_size=2), min_size=1, max_size=2
         )
-        options.append(st.builds(fe.Partial, payload_values(), suppressed))
+        # The suppression is kept whatever the value's availability (002), so unavailable
+        # partial values are drawn too.
+        partial_of = payload_values() | st.just(fe.NOT_RECORDED) | payload_values().map(fe.Sensitive)
+        options.append(st.builds(fe.Partial, partial_of, suppressed))
     return st.one_of(*options)
 
 

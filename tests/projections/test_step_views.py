@@ -189,3 +189,11 @@ def test_catching_up_starts_at_the_projector_furthest_behind(db_path: Path) -> N
         assert sorted(s["id"] for s in store.list_runs()) == ["done", "late"]
         assert store.get_step_record("late", "a")["status"] == "active"
         assert store.check_projections() == []
+
+
+def test_empty_pins_are_recorded_as_an_empty_map(mem_store: fe.Store) -> None:
+    """An empty map is a value the executor gave; only pins=None leaves the member out."""
+    mem_store.start_run("wf", run_id="empty", pins={})
+    mem_store.start_run("wf", run_id="none")
+    assert mem_store.get_run_record("empty")["pins"] == {}
+    assert "pins" not in mem_store.get_run_record("none")
