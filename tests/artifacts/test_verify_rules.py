@@ -14,15 +14,10 @@ import pytest
 
 import forkline_es as fe
 from forkline_es.artifacts import PROBLEM_KINDS
-from forkline_es.log.rows import row_digest
+
+from .helpers import kinds_at, relink, row, untrigger
 
 ROOT = Path(__file__).resolve().parents[2]
-TRIGGERS = (
-    "log_is_append_only",
-    "log_deletes_only_evicted",
-    "payload_is_immutable",
-    "payload_deletes_only_recorded",
-)
 
 
 def three_steps(store: fe.Store, run_id: str) -> None:
@@ -33,26 +28,19 @@ def three_steps(store: fe.Store, run_id: str) -> None:
     run.conclude("succeeded")
 
 
-def drop_triggers(store: fe.Store) -> None:
-    for name in TRIGGERS:
-        store.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-
-
 def test_a_deleted_row_is_one_gap_not_a_gap_at_every_later_row(mem_store: fe.Store) -> None:
     three_steps(mem_store, "r")
-    drop_triggers(mem_store)
+    untrigger(mem_store)
     mem_store.conn.execute("DELETE FROM log WHERE run_id = 'r' AND seq = 2")
-    problems = mem_store.verify_run("r", projections=False).problems
-    assert [(p.kind, p.seq) for p in problems] == [("seq-gap", 2), ("chain-link", 3)]
+    assert kinds_at(mem_store.verify_run("r", projections=False)) == [("seq-gap", 2), ("chain-link", 3)]
 
 
 def test_an_edited_body_is_a_digest_problem_only(mem_store: fe.Store) -> None:
     """body-undecodable is for a row whose digest matches (docs/verify.md)."""
     three_steps(mem_store, "r")
-    drop_triggers(mem_store)
+    untrigger(mem_store)
     mem_store.conn.execute("UPDATE log SET body = '{not json' WHERE run_id = 'r' AND seq = 3")
-    problems = mem_store.verify_run("r", projections=False).problems
-    assert [(p.kind, p.seq) for p in problems] == [("row-digest", 3)]
+    assert kinds_at(mem_store.verify_run("r", projections=False)) == [("row-digest", 3)]
 
 
 def test_verifying_an_evicted_run_is_run_not_retained(mem_store: fe.Store) -> None:
@@ -66,27 +54,17 @@ def test_an_artifact_path_leaving_the_folder_is_reported_even_with_the_right_byt
     run = store.start_run("wf", run_id="r1")
     run.add_artifact(b"hello", "trace", name="t.txt")
     run.conclude("succeeded")
-    drop_triggers(store)
-    conn = store.conn
-    ((position, body),) = conn.execute(
-        "SELECT position, body FROM log WHERE run_id = 'r1' AND kind = 'artifact-added'"
-    ).fetchall()
+    untrigger(store)
+    position, _, body = row(store, "r1", "artifact-added")
     event = json.loads(body)
     root = Path(store.artifact_files.root)
     shutil.copy(root / event["path"], root.parent / "outside.bin")
     event["path"] = "../outside.bin"  # a forged row, the chain recomputed after it
-    conn.execute("UPDATE log SET body = ? WHERE position = ?", (fe.canonical_json(event).decode(), position))
-    prev = None
-    rows = conn.execute(
-        "SELECT position, run_id, seq, entry, generation, kind, at, key, body FROM log "
-        "WHERE run_id = 'r1' ORDER BY seq"
-    ).fetchall()
-    for p, run_id, seq, entry, generation, kind, at, key, text in rows:
-        digest = row_digest(run_id, seq, entry, generation, kind, at, key, prev, text.encode())
-        conn.execute("UPDATE log SET digest = ?, prev = ? WHERE position = ?", (digest, prev, p))
-        prev = digest
-    report = store.verify_run("r1", projections=False)
-    assert [(p.kind, p.seq) for p in report.problems] == [("artifact-path", 2)]
+    store.conn.execute(
+        "UPDATE log SET body = ? WHERE position = ?", (fe.canonical_json(event).decode(), position)
+    )
+    relink(store, "r1")
+    assert kinds_at(store.verify_run("r1", projections=False)) == [("artifact-path", 2)]
 
 
 def test_gc_keeps_an_unreferenced_artifact_within_its_grace_period(store: fe.Store) -> None:
