@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import forkline_es as fe
+from forkline_es.compat import recorder as recorder_module
 
 
 @pytest.fixture
@@ -220,6 +221,8 @@ def test_an_event_type_is_a_nonempty_string(recorder: fe.RunRecorder, event_type
         ("error", "failed", "error", "error"),
         ("cancelled", "cancelled", None, "cancelled"),
         ("stopped", "stopped", None, "stopped"),
+        ("succeeded", "succeeded", None, "success"),  # the engine's own words, as they are
+        ("failed", "failed", None, "failure"),
     ],
 )
 def test_end_run_maps_forkline_statuses_to_outcomes(
@@ -240,7 +243,7 @@ def test_end_run_defaults_to_success(recorder: fe.RunRecorder) -> None:
     assert (recorder.get_run(run_id) or {})["status"] == "success"
 
 
-@pytest.mark.parametrize("status", ["ok", "SUCCESS", "", None])
+@pytest.mark.parametrize("status", ["ok", "SUCCESS", "", None, ["success"]])
 def test_an_unknown_status_is_refused(recorder: fe.RunRecorder, status: Any) -> None:
     run_id = recorder.start_run("x.py")
     with pytest.raises(fe.InvalidRequest):
@@ -254,16 +257,17 @@ def test_ending_twice_is_a_no_op_and_ending_otherwise_a_conflict(recorder: fe.Ru
     rows = _log_rows(recorder)
     recorder.end_run(run_id, "error")
     assert _log_rows(recorder) == rows
-    with pytest.raises(fe.Conflict):
-        recorder.end_run(run_id, "success")
+    for other in ("success", "failure"):  # failure: the same outcome, another code
+        with pytest.raises(fe.Conflict, match=r"is concluded \(failed\); nothing more can be recorded"):
+            recorder.end_run(run_id, other)
     assert (recorder.get_run(run_id) or {})["status"] == "error"
 
 
 def test_an_ended_run_takes_no_more_events(recorder: fe.RunRecorder) -> None:
     run_id = recorder.start_run("x.py")
     recorder.end_run(run_id)
-    with pytest.raises(fe.Conflict):
-        recorder.log_event(run_id, "output", {"late": True})
+    with pytest.raises(fe.Conflict, match=r"is concluded \(succeeded\); nothing more can be recorded"):
+        recorder.log_event(run_id, "output", {"late": True})  # the refusal itself, not a lost race
     assert recorder.get_events(run_id) == []
 
 
@@ -337,6 +341,36 @@ def test_a_long_run_is_not_remembered_event_by_event(recorder: fe.RunRecorder) -
     assert len(resumed._state.keys) == 1 and resumed._state.seq == 1_001
     recorder.end_run(run_id)
     assert [e["payload"]["n"] for e in recorder.get_events(run_id)] == list(range(1_000))
+
+
+def test_the_recorder_keeps_the_handles_of_its_newest_runs_only(recorder: fe.RunRecorder) -> None:
+    """A long-lived recorder starting run after run holds a bounded number of handles, and
+    the ones it keeps are those of the runs it started last, the ones still being logged to."""
+    limit = recorder_module._HANDLES
+    ids = [recorder.start_run("x.py") for _ in range(limit + 3)]
+    assert limit >= 256
+    assert list(recorder._handles) == ids[3:]
+    recorder.log_event(ids[0], "input", {"old": True})  # an evicted handle is re-read on demand
+    assert [e["payload"] for e in recorder.get_events(ids[0])] == [{"old": True}]
+    assert len(recorder._handles) == limit and ids[0] in recorder._handles
+
+
+def test_a_recorder_commits_with_synchronous_normal_by_default(db_path: Path) -> None:
+    """durability="normal" (docs/forkline.md); "full" costs an fsync per event."""
+    with fe.RunRecorder(db_path) as r:
+        assert r.store.conn.execute("PRAGMA synchronous").fetchall() == [(1,)]
+    with fe.RunRecorder(db_path, durability="full") as r:
+        assert r.store.conn.execute("PRAGMA synchronous").fetchall() == [(2,)]
+
+
+def test_the_recorder_s_store_records_executor_runs_under_the_same_policy(db_path: Path) -> None:
+    """``recorder.store`` is the database's one store: what its policy masks in a logged
+    payload, it withholds in an executor run started through it."""
+    with fe.RunRecorder(db_path) as recorder:
+        run = recorder.store.start_run(workflow="w", inputs={"api_key": "sk-live-123"})
+        document = recorder.store.get_run_record(run.id)
+        assert document["payloads"]["inputs"] == {"class": "inputs", "state": "withheld"}
+    assert b"sk-live-123" not in db_path.read_bytes()
 
 
 def test_a_reopened_recorder_continues_a_run(db_path: Path) -> None:
