@@ -265,6 +265,21 @@ BAD = {
         [],
         "outside the years 0001-9999",
     ),
+    "empty entrypoint": (  # Forkline's NOT NULL lets '' through; the engine's workflow is nonempty
+        [{"run_id": "r", "entrypoint": "", "started_at": "2026-01-01T12:00:00+00:00"}],
+        [],
+        "entrypoint '' is not a nonempty string",
+    ),
+    "empty run id": (
+        [{"run_id": "", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}],
+        [],
+        "run id '' is not a nonempty string",
+    ),
+    "bad event timestamp": (
+        [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}],
+        [("r", "soon", "input", "{}")],
+        "ts 'soon' is not an ISO 8601 timestamp",
+    ),
     "empty event type": (
         [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}],
         [("r", "2026-01-01T12:00:00+00:00", "", "{}")],
@@ -284,6 +299,139 @@ def test_a_source_that_cannot_be_carried_is_refused_whole(tmp_path: Path, case: 
         assert problem in str(refused.value)
         assert "nothing was written" in str(refused.value)
         assert log_rows(store) == []  # not even the good run
+
+
+def test_a_long_list_of_problems_is_cut_after_ten(tmp_path: Path) -> None:
+    events = [("nobody", "2026-01-01T12:00:00+00:00", "input", "{}")] * 12
+    source = forkline_db(tmp_path / "old.db", [], events)
+    with fe.Store.open(tmp_path / "new.db") as store, pytest.raises(fe.InvalidRequest) as refused:
+        fe.import_forkline(source, store)
+    message = str(refused.value)
+    assert message.count("no such run") == 10 and message.endswith(" (and 2 more)")
+    assert "event 10 (run nobody)" in message and "event 11 (run nobody)" not in message
+
+
+def test_a_run_with_a_status_but_no_end_time_ends_at_its_last_event(tmp_path: Path) -> None:
+    """Forkline's columns allow it (a hand-edited or half-written row): the run is concluded
+    as its status says, no earlier than anything it recorded."""
+    source = forkline_db(
+        tmp_path / "old.db",
+        [
+            {
+                "run_id": "r",
+                "entrypoint": "x.py",
+                "started_at": "2026-01-01T12:00:00+00:00",
+                "status": "failure",
+            }
+        ],
+        [
+            ("r", "2026-01-01T12:00:05+00:00", "input", "{}"),
+            ("r", "2026-01-01T12:00:07+00:00", "output", "{}"),
+        ],
+    )
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+    with fe.RunRecorder(tmp_path / "new.db") as recorder:
+        run = recorder.get_run("r")
+        assert run is not None and run["status"] == "failure"
+        assert instant(run["ended_at"]) == instant("2026-01-01T12:00:07+00:00")
+
+
+def test_an_environment_column_left_null_stays_null(tmp_path: Path) -> None:
+    """A source whose schema lets ``cwd`` be NULL: the run shows NULL, not the text 'None'."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(FORKLINE_DDL.replace("cwd TEXT NOT NULL", "cwd TEXT"))
+    conn.execute(
+        "INSERT INTO runs (run_id, entrypoint, started_at, python_version, platform, cwd) "
+        "VALUES ('r', 'x.py', '2026-01-01T12:00:00+00:00', ?, ?, NULL)",
+        ENV[:2],
+    )
+    conn.commit()
+    conn.close()
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(path, store)
+    with fe.RunRecorder(tmp_path / "new.db") as recorder:
+        run = recorder.get_run("r")
+        assert run is not None and (run["python_version"], run["platform"], run["cwd"]) == (*ENV[:2], None)
+
+
+def test_naive_timestamps_are_utc_whatever_the_local_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forkline writes UTC; a timestamp without an offset is read as UTC, not as local time."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        source = forkline_db(
+            tmp_path / "old.db",
+            [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00"}],
+            [("r", "2026-01-01T12:00:01.5", "input", "{}")],
+        )
+        with fe.Store.open(tmp_path / "new.db") as store:
+            fe.import_forkline(source, store)
+        with fe.RunRecorder(tmp_path / "new.db") as recorder:
+            assert (recorder.get_run("r") or {})["started_at"] == "2026-01-01T12:00:00Z"
+            assert [e["ts"] for e in recorder.get_events("r")] == ["2026-01-01T12:00:01.5Z"]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_runs_started_out_of_id_order_keep_their_own_events(tmp_path: Path) -> None:
+    source = forkline_db(
+        tmp_path / "old.db",
+        [
+            {"run_id": "z", "entrypoint": "first.py", "started_at": "2026-01-01T10:00:00+00:00"},
+            {"run_id": "a", "entrypoint": "second.py", "started_at": "2026-01-01T11:00:00+00:00"},
+        ],
+        [
+            ("z", "2026-01-01T10:00:01+00:00", "input", '{"run": "z"}'),
+            ("a", "2026-01-01T11:00:01+00:00", "input", '{"run": "a"}'),
+            ("z", "2026-01-01T11:00:02+00:00", "output", '{"run": "z"}'),
+        ],
+    )
+    with fe.Store.open(tmp_path / "new.db") as store:
+        assert fe.import_forkline(source, store).events == 3
+    with fe.RunRecorder(tmp_path / "new.db") as recorder:
+        assert [e["payload"] for e in recorder.get_events("z")] == [{"run": "z"}] * 2
+        assert [e["payload"] for e in recorder.get_events("a")] == [{"run": "a"}]
+
+
+def test_an_id_the_store_evicted_is_a_conflict_and_nothing_is_written(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        store.start_run("mine", run_id="b" * 32).conclude("succeeded")
+        store.evict_run("b" * 32, reason="test")
+        before = log_rows(store)
+        with pytest.raises(fe.Conflict, match="the store evicted a run of that id") as refused:
+            fe.import_forkline(source, store)
+        assert "nothing was written" in str(refused.value)
+        assert log_rows(store) == before  # not even run a, which comes first
+
+
+def test_a_run_concluded_in_the_store_after_its_import_is_final(tmp_path: Path) -> None:
+    """Even when the source later agrees: the store's conclusion was not the import's."""
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+    with fe.RunRecorder(tmp_path / "new.db") as recorder:
+        recorder.end_run("b" * 32, "success")
+    conn = sqlite3.connect(source)
+    conn.execute(
+        "UPDATE runs SET status = 'success', ended_at = '2026-01-01T12:00:09+00:00' WHERE run_id = ?",
+        ("b" * 32,),
+    )
+    conn.commit()
+    conn.close()
+    with fe.Store.open(tmp_path / "new.db") as store:
+        before = log_rows(store)
+        with pytest.raises(fe.Conflict) as refused:
+            fe.import_forkline(source, store)
+        assert f"run {'b' * 32}: concluded in the store since it was imported (not by the import)" in str(
+            refused.value
+        )
+        assert log_rows(store) == before
 
 
 def test_what_is_not_a_forkline_database_is_refused(tmp_path: Path) -> None:
@@ -317,6 +465,46 @@ def test_opening_a_forkline_file_says_how_to_import_it(tmp_path: Path, opener: A
         opener(source)
     assert source.read_bytes() == untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"]
+
+
+def test_a_runs_table_alone_is_not_a_forkline_database(tmp_path: Path) -> None:
+    """Recording v0 is both tables: a runs table with Forkline's columns and no events table
+    is someone else's file, neither imported nor answered with the import hint."""
+    path = tmp_path / "runs.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(FORKLINE_DDL.split("CREATE TABLE events")[0])
+    conn.close()
+    with pytest.raises(fe.StoreError, match="another application") as refused:
+        fe.Store.open(path)
+    assert "import-forkline" not in str(refused.value)
+    with (
+        fe.Store.open(tmp_path / "new.db") as store,
+        pytest.raises(fe.InvalidRequest, match=r"not a Forkline"),
+    ):
+        fe.import_forkline(path, store)
+
+
+def test_a_folder_is_refused_as_a_folder_not_as_a_forkline_file(tmp_path: Path) -> None:
+    """SQLite cannot open a folder at all: that says nothing about who wrote it."""
+    with pytest.raises(fe.StoreError, match="is a directory") as refused:
+        fe.Store.open(tmp_path)
+    assert "import-forkline" not in str(refused.value)
+
+
+def test_refusing_a_foreign_wal_database_leaves_no_file_beside_it(tmp_path: Path) -> None:
+    """Checking who wrote a refused file must not create its -wal and -shm, which a
+    read-only connection could not remove again."""
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    untouched = path.read_bytes()
+    with pytest.raises(fe.StoreError, match="another application"):
+        fe.Store.open(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+    assert path.read_bytes() == untouched
 
 
 def test_another_applications_database_is_refused_saying_what_to_pass(tmp_path: Path) -> None:
