@@ -152,8 +152,10 @@ def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str
         return None
     key, text = ends[0]
     body = json.loads(text)
-    if key != _END_KEY or run.status is None:
+    if key != _END_KEY:
         return f"run {run.run_id}: concluded in the store since it was imported (not by the import)"
+    if run.status is None:
+        return f"run {run.run_id}: imported as {body['status']}, the source now has no status"
     if (body["status"], body.get("code")) != STATUSES[run.status]:
         return f"run {run.run_id}: imported as {body['status']}, the source now says {run.status!r}"
     keys = store.conn.execute("SELECT key FROM log WHERE run_id = ?", (run.run_id,))

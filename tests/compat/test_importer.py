@@ -434,6 +434,24 @@ def test_a_run_concluded_in_the_store_after_its_import_is_final(tmp_path: Path) 
         assert log_rows(store) == before
 
 
+def test_a_source_run_that_lost_its_status_since_its_import_is_a_conflict_saying_so(tmp_path: Path) -> None:
+    """The import concluded it; the source now has no status: the message says that, not
+    that something other than the import concluded it."""
+    source = sample(tmp_path / "old.db")
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+        before = log_rows(store)
+        conn = sqlite3.connect(source)
+        conn.execute("UPDATE runs SET status = NULL, ended_at = NULL WHERE run_id = ?", ("a" * 32,))
+        conn.commit()
+        conn.close()
+        with pytest.raises(fe.Conflict) as refused:
+            fe.import_forkline(source, store)
+        assert f"run {'a' * 32}: imported as succeeded, the source now has no status" in str(refused.value)
+        assert "not by the import" not in str(refused.value)
+        assert log_rows(store) == before
+
+
 def test_what_is_not_a_forkline_database_is_refused(tmp_path: Path) -> None:
     with fe.Store.open(tmp_path / "new.db") as store:
         with pytest.raises(fe.InvalidRequest, match="no Forkline database"):
