@@ -452,6 +452,35 @@ def test_a_source_run_that_lost_its_status_since_its_import_is_a_conflict_saying
         assert log_rows(store) == before
 
 
+def test_a_source_forkline_crashed_while_writing_is_refused_untouched(tmp_path: Path) -> None:
+    """A hot journal is Forkline's to roll back: opening the source for writing would roll it
+    back into the file (and delete the journal). Read-only, the import refuses instead."""
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+    live.mkdir()
+    crashed.mkdir()
+    forkline_db(
+        live / "runs.db", [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00"}], []
+    )
+    conn = sqlite3.connect(live / "runs.db", isolation_level=None)
+    conn.execute("PRAGMA cache_size = 1")  # uncommitted pages spill into the file
+    conn.execute("BEGIN")
+    for _ in range(500):
+        conn.execute(
+            "INSERT INTO events (run_id, ts, type, payload) VALUES ('r', '2026-01-01T12:00:01', 'x', ?)",
+            ("y" * 500,),
+        )
+    for name in ("runs.db", "runs.db-journal"):  # the files as a kill -9 would leave them
+        (crashed / name).write_bytes((live / name).read_bytes())
+    conn.execute("ROLLBACK")
+    conn.close()
+    untouched = {p.name: p.read_bytes() for p in crashed.iterdir()}
+    with fe.Store.open(tmp_path / "new.db") as store:
+        with pytest.raises(fe.InvalidRequest, match="not a readable SQLite database"):
+            fe.import_forkline(crashed / "runs.db", store)
+        assert store.list_runs() == []
+    assert {p.name: p.read_bytes() for p in crashed.iterdir()} == untouched
+
+
 def test_what_is_not_a_forkline_database_is_refused(tmp_path: Path) -> None:
     with fe.Store.open(tmp_path / "new.db") as store:
         with pytest.raises(fe.InvalidRequest, match="no Forkline database"):
