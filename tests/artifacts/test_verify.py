@@ -294,6 +294,29 @@ def test_refusals_exit_2(store: fe.Store, db_path: Path) -> None:
     assert _cli(db_path, "r", "--all")[0] == 2
 
 
+def test_a_run_and_all_together_is_a_usage_error(sample: fe.Run, db_path: Path) -> None:
+    """Refused even for a run that exists (an unknown one would exit 2 anyway)."""
+    result = CliRunner().invoke(main, ["verify", "--db", str(db_path), sample.id, "--all"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == "error: give one RUN, or --all (not both); `forkline-es runs` lists the runs\n"
+
+
+def test_all_as_text_prints_each_failed_run_s_problems_at_their_seq(
+    store: fe.Store, tmp_path: Path, db_path: Path
+) -> None:
+    record_sample(store, tmp_path, run_id="good")
+    record_sample(store, tmp_path, run_id="bad")
+    (seq, path), *_ = store.conn.execute(
+        "SELECT seq, path FROM artifact WHERE run_id = 'bad' AND name = 'trace.txt'"
+    ).fetchall()
+    (store.artifact_files.root / path).unlink()
+    code, out = _cli(db_path, "--all")
+    lines = out.splitlines()
+    assert code == 1 and lines[0] == "run bad: 1 problem"
+    assert lines[1].startswith(f"  seq {seq}  artifact-missing  ")
+    assert lines[2:] == ["verified 2 runs: 1 with problems"]
+
+
 # -- the property: any single-byte change of any body breaks the chain at that event ---------
 
 
