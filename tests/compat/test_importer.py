@@ -594,6 +594,31 @@ def test_a_refused_import_into_a_new_path_leaves_no_database(tmp_path: Path) -> 
     assert list(tmp_path.glob("new.db*")) == []
 
 
+def test_a_refused_import_into_an_existing_database_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """Only a database the command itself created is removed on a refusal."""
+    db = tmp_path / "mine.db"
+    with fe.Store.open(db) as store:
+        store.start_run("wf", run_id="kept").conclude("succeeded")
+    source = forkline_db(tmp_path / "old.db", [], [("nobody", "2026-01-01T12:00:00+00:00", "input", "{}")])
+    result = CliRunner().invoke(main, ["--db", str(db), "import-forkline", str(source)])
+    assert result.exit_code == 2 and "no such run" in result.output
+    with fe.Store.open(db) as store:
+        assert [s["id"] for s in store.list_runs()] == ["kept"]
+
+
+def test_the_text_says_how_many_runs_an_earlier_import_began(tmp_path: Path) -> None:
+    source = sample(tmp_path / "old.db")
+    db = tmp_path / "new.db"
+    args = ["--db", str(db), "import-forkline", str(source)]
+    first = CliRunner().invoke(main, args)
+    assert first.output == f"imported 3 runs, 5 events from {source} into {db}\n"
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0
+    assert (
+        again.output == f"imported 3 runs (3 begun by an earlier import), 5 events from {source} into {db}\n"
+    )
+
+
 def big_source(path: Path, runs: int, events: int) -> Path:
     return forkline_db(
         path,
