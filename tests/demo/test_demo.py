@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,25 @@ def test_demo_prints_the_next_commands(tmp_path: Path) -> None:
     assert len(suggested) == len(starts)
     for line, start in zip(suggested, starts, strict=True):
         assert line.startswith(f"forkline-es {start}")
+
+
+def test_suggested_commands_quote_a_db_path_with_a_space(tmp_path: Path) -> None:
+    """Each suggestion is pasted into a shell: the path must come back as one argument."""
+    db = tmp_path / "my runs.db"
+    result = CliRunner().invoke(main, ["demo", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    for command in json.loads(result.output)["next"]:
+        assert shlex.split(command)[-2:] == ["--db", str(db)]
+
+
+def test_the_runs_listed_include_the_child_runs(demo_db: Path) -> None:
+    result = CliRunner().invoke(main, ["demo", "--db", str(demo_db), "--json"])
+    rows = json.loads(result.output)["runs"]
+    children = [r for r in rows if r["label"].endswith("/child")]
+    assert children and all(r["workflow"] == CHILD_WORKFLOW for r in children)
+    assert all(r["shows"] == f"child run of {r['parent']}" for r in children)
+    text = CliRunner().invoke(main, ["demo", "--db", str(demo_db)]).output
+    assert all(f"child run of {r['parent']}" in text for r in children)
 
 
 def test_resume_after_a_crash_inside_a_nested_step(store: fe.Store) -> None:
