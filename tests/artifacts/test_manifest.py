@@ -7,11 +7,12 @@ import math
 import platform
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import forkline_es as fe
-from forkline_es.artifacts.manifest import REQUIRED_FACTS, git_commit
+from forkline_es.artifacts.manifest import GIT_TIMEOUT_S, REQUIRED_FACTS, git_commit
 from forkline_es.values import canonical_json, sha256_digest
 
 from .helpers import COMMIT, DEFINITION
@@ -133,3 +134,87 @@ def test_git_commit_is_head_of_a_work_tree_and_none_elsewhere(tmp_path: Path) ->
 def test_git_missing_means_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     assert git_commit() is None
+
+
+#: docs/verify.md's list, written out: the test must not read the list it checks.
+DOCUMENTED_REQUIRED = (
+    "forkline_es_version",
+    "python",
+    "platform",
+    "git_commit",
+    "config_hash",
+    "definition_digest",
+)
+
+
+def test_the_required_facts_are_the_documented_ones() -> None:
+    assert REQUIRED_FACTS == DOCUMENTED_REQUIRED
+
+
+@pytest.mark.parametrize("missing", DOCUMENTED_REQUIRED)
+def test_each_documented_required_fact_unknown_makes_it_incomplete(store: fe.Store, missing: str) -> None:
+    facts = {"git_commit": COMMIT, missing: None}
+    m = _complete_run(store).record_manifest(config={}, **facts)
+    assert not m.complete and missing in m.unknown_fields
+
+
+def _fake_git(monkeypatch: pytest.MonkeyPatch, run: Any) -> None:
+    monkeypatch.setattr("forkline_es.artifacts.manifest.subprocess.run", run)
+
+
+def test_a_sha256_repository_commit_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's sha256 object format names a commit with 64 hex digits, not 40."""
+    head = "0123456789abcdef" * 4
+    _fake_git(monkeypatch, lambda *a, **k: subprocess.CompletedProcess(a, 0, head + "\n", ""))
+    assert git_commit() == head
+    _fake_git(monkeypatch, lambda *a, **k: subprocess.CompletedProcess(a, 0, head[:50] + "\n", ""))
+    assert git_commit() is None  # neither length: not a commit
+
+
+def test_a_git_that_hangs_means_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    def hang(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert kwargs["timeout"] == GIT_TIMEOUT_S
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    _fake_git(monkeypatch, hang)
+    assert git_commit() is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"packages": "msgspec"}, fe.InvalidRequest),  # one string, not a list of names
+        ({"packages": [""]}, fe.InvalidRequest),
+        ({"packages": [3]}, fe.InvalidRequest),
+        ({"": 1}, fe.InvalidRequest),  # a fact needs a name
+    ],
+)
+def test_bad_manifest_arguments_are_refused_and_write_nothing(
+    store: fe.Store, kwargs: dict[str, Any], error: type[Exception]
+) -> None:
+    run = _complete_run(store)
+    with pytest.raises(error):
+        run.record_manifest(config={}, **kwargs)
+    assert "x-manifest" not in store.get_run_record(run.id)
+    assert not (store.artifact_files.root / "runs" / run.id).exists()
+
+
+def test_x_manifest_states_completeness_as_a_boolean_and_the_file(store: fe.Store) -> None:
+    run = _complete_run(store)
+    m = run.record_manifest(config={}, git_commit=COMMIT)
+    exported = json.loads(store.export_run_record(run.id))["x-manifest"]
+    assert exported == {
+        "digest": m.digest,
+        "complete": True,
+        "unknown_fields": [],
+        "path": f"runs/{run.id}/manifest.json",
+    }
+    assert exported["complete"] is True  # JSON true, not 1
+
+
+def test_a_manifest_is_accepted_after_the_run_concluded(store: fe.Store) -> None:
+    run = _complete_run(store)
+    run.conclude("succeeded")
+    m = run.record_manifest(config={}, git_commit=COMMIT)
+    assert store.get_run_record(run.id)["x-manifest"]["digest"] == m.digest
+    assert store.get_run_record(run.id)["run"]["status"] == "succeeded"
