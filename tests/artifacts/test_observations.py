@@ -107,3 +107,58 @@ def test_aggregates_match_their_definitions(values: list[float]) -> None:
 def test_nearest_rank_is_computed_in_integers(n: int) -> None:
     ordered = list(range(1, n + 1))
     assert nearest_rank(ordered, 95) == math.ceil(Fraction(95 * n, 100))
+
+
+def test_the_whole_64_bit_range_is_accepted_exactly(store: fe.Store) -> None:
+    """Integers are not floats: 2**63 - 1 and -2**63 are stored and read back to the digit."""
+    run = store.start_run("wf")
+    for name, value in (("top", 2**63 - 1), ("bottom", -(2**63)), ("past_float", 2**53 + 1)):
+        run.observe(name, value)
+    values = {o["name"]: o["value"] for o in store.get_run_record(run.id)["x-observations"]}
+    assert values == {"top": 2**63 - 1, "bottom": -(2**63), "past_float": 2**53 + 1}
+    with pytest.raises(fe.InvalidValue):
+        run.observe("under", -(2**63) - 1)
+
+
+def test_runs_counts_runs_not_observations(store: fe.Store) -> None:
+    for i in range(2):
+        run = store.start_run("wf", run_id=f"r{i}")
+        for step in range(3):
+            run.observe("loss", step / 10, step=f"train/{step}")
+    m = store.metrics("wf", "loss")
+    assert m is not None and (m.count, m.runs) == (6, 2)
+
+
+def test_units_are_those_stated_and_none_is_not_a_unit(store: fe.Store) -> None:
+    store.start_run("wf").observe("latency", 3, unit="ms")
+    store.start_run("wf").observe("latency", 4)
+    store.start_run("wf").observe("latency", 0.005, unit="s")
+    m = store.metrics("wf", "latency")
+    assert m is not None and m.units == ("ms", "s")
+    unitless = store.start_run("other")
+    unitless.observe("n", 1)
+    n = store.metrics("other", "n")
+    assert n is not None and n.units == ()
+
+
+def test_x_observations_are_in_recording_order_with_their_step(store: fe.Store) -> None:
+    run = store.start_run("wf")
+    run.observe("zeta", 1, step="train/0")
+    run.observe("alpha", 2.5, unit="s")
+    assert store.get_run_record(run.id)["x-observations"] == [
+        {"name": "zeta", "value": 1, "step": "train/0"},
+        {"name": "alpha", "value": 2.5, "unit": "s"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"name": ""}, {"name": "m", "unit": ""}, {"name": "m", "step": "a//b"}, {"name": "m", "step": "01"}],
+)
+def test_bad_observation_arguments_are_refused_and_write_nothing(
+    store: fe.Store, kwargs: dict[str, str]
+) -> None:
+    run = store.start_run("wf")
+    with pytest.raises(fe.InvalidRequest):
+        run.observe(value=1, **kwargs)  # type: ignore[arg-type]
+    assert "x-observations" not in store.get_run_record(run.id)
