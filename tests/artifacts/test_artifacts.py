@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -89,6 +91,8 @@ def test_artifacts_are_accepted_after_the_run_concluded(store: fe.Store) -> None
         ({"source": b"x", "kind": ""}, "invalid-request"),
         ({"source": b"x", "kind": "k", "step": "a//b"}, "invalid-request"),
         ({"source": b"x", "kind": "k", "content_type": ""}, "invalid-request"),
+        ({"source": b"x", "kind": "k", "name": ""}, "invalid-request"),
+        ({"source": b"x", "kind": "k", "name": "x\ud800"}, "invalid-request"),
         ({"source": "/no/such/file", "kind": "k"}, "invalid-request"),
     ],
 )
@@ -144,3 +148,121 @@ def test_show_lists_artifacts_manifest_and_observations(
     assert "trace.txt\ttrace\t" in result.output
     assert f"digest\t{digest}" in result.output
     assert "latency_ms\t12.5\tms" in result.output
+
+
+@pytest.mark.parametrize("run_id", ["../escape", "a/b", "..", "x" * 200, "spaced out", "ünï"])
+def test_any_run_id_gets_one_folder_inside_runs(store: fe.Store, run_id: str) -> None:
+    """A run id is opaque text: one that is not a safe file name is hashed, never a path."""
+    run = store.start_run("wf", run_id=run_id)
+    run.record_manifest(config={})
+    path = store.get_run_record(run_id)["x-manifest"]["path"]
+    folder = PurePosixPath(path).parent
+    assert folder.parent == PurePosixPath("runs") and folder.name not in ("", ".", "..")
+    assert (store.artifact_files.root / path).is_file()
+    assert store.verify_run(run_id).ok
+
+
+def _spy_on_disk_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Record (call, inode) of every os.fsync and os.replace, then do the real call."""
+    calls: list[tuple[str, int]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        calls.append(("fsync", os.fstat(fd).st_ino))
+        real_fsync(fd)
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        calls.append(("replace", os.stat(src).st_ino))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return calls
+
+
+def _written_durably(calls: list[tuple[str, int]], target: Path) -> None:
+    """The file's bytes were synced before its name appeared, and its folder after the rename."""
+    inode = target.stat().st_ino
+    renamed = calls.index(("replace", inode))
+    assert calls.index(("fsync", inode)) < renamed
+    assert ("fsync", target.parent.stat().st_ino) in calls[renamed:]
+
+
+def test_content_and_manifest_are_synced_then_renamed_into_place(
+    store: fe.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/verify.md: written to a temporary file, fsynced and renamed, so never seen half-written."""
+    run = store.start_run("wf")
+    calls = _spy_on_disk_calls(monkeypatch)
+    run.add_artifact(b"durable bytes", "trace", name="t")
+    run.record_manifest(config={})
+    record = store.get_run_record(run.id)
+    _written_durably(calls, store.artifact_files.root / record["x-artifacts"][0]["path"])
+    _written_durably(calls, store.artifact_files.root / record["x-manifest"]["path"])
+
+
+def test_stored_content_is_never_rewritten(store: fe.Store) -> None:
+    """The same bytes registered again keep the file that is there (a reader may hold it open)."""
+    store.start_run("wf").add_artifact(b"shared", "trace")
+    (path,) = [p for p in (store.artifact_files.root / "objects").rglob("*") if p.is_file()]
+    inode = path.stat().st_ino
+    store.start_run("wf").add_artifact(b"shared", "trace")
+    assert path.stat().st_ino == inode
+
+
+@pytest.mark.parametrize("source", ["/dev/null", "."])
+def test_a_source_that_is_not_a_regular_file_is_refused(store: fe.Store, source: str) -> None:
+    """A device or pipe could stream without end; a folder has no content."""
+    run = store.start_run("wf")
+    with pytest.raises(fe.InvalidRequest):
+        run.add_artifact(source, "trace")
+    assert "x-artifacts" not in store.get_run_record(run.id)
+
+
+def test_gc_reports_the_files_and_bytes_it_removed(store: fe.Store) -> None:
+    run = store.start_run("wf")
+    run.add_artifact(b"12345", "trace")
+    run.add_artifact(b"1234567", "trace")
+    run.conclude("succeeded")
+    store.evict_run(run.id, reason="test")
+    report = store.gc(artifact_grace_seconds=0)
+    assert (report.artifact_files_removed, report.artifact_bytes_removed) == (2, 12)
+
+
+def test_an_explicit_name_wins_over_the_basename(store: fe.Store, tmp_path: Path) -> None:
+    source = tmp_path / "out.bin"
+    source.write_bytes(b"weights")
+    run = store.start_run("wf")
+    run.add_artifact(source, "model", name="model-v2.bin")
+    assert [a["name"] for a in store.get_run_record(run.id)["x-artifacts"]] == ["model-v2.bin"]
+
+
+def test_a_refused_artifact_leaves_no_staged_file(store: fe.Store) -> None:
+    run = store.start_run("wf")
+    run.add_artifact(b"x", "trace", name="t")
+    with pytest.raises(fe.Conflict):
+        run.add_artifact(b"y", "trace", name="t")
+    assert not list((store.artifact_files.root / "tmp").iterdir())
+
+
+def _failing_rename(monkeypatch: pytest.MonkeyPatch) -> None:
+    def replace(src: object, dst: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def test_an_artifact_whose_file_cannot_be_placed_is_not_recorded(
+    store: fe.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file goes in place before its event commits: an event never points at nothing."""
+    run = store.start_run("wf")
+    before = store.conn.execute("SELECT count(*) FROM log").fetchall()
+    _failing_rename(monkeypatch)
+    with pytest.raises(OSError):
+        run.add_artifact(b"no room", "trace", name="t")
+    with pytest.raises(OSError):
+        run.record_manifest(config={})
+    assert store.conn.execute("SELECT count(*) FROM log").fetchall() == before
+    record = store.get_run_record(run.id)
+    assert "x-artifacts" not in record and "x-manifest" not in record

@@ -50,7 +50,10 @@ def test_verifying_an_evicted_run_is_run_not_retained(mem_store: fe.Store) -> No
         mem_store.verify_run("gone")
 
 
-def test_an_artifact_path_leaving_the_folder_is_reported_even_with_the_right_bytes(store: fe.Store) -> None:
+@pytest.mark.parametrize("forged", ["../outside.bin", "absolute"])
+def test_an_artifact_path_leaving_the_folder_is_reported_even_with_the_right_bytes(
+    store: fe.Store, forged: str
+) -> None:
     run = store.start_run("wf", run_id="r1")
     run.add_artifact(b"hello", "trace", name="t.txt")
     run.conclude("succeeded")
@@ -59,7 +62,8 @@ def test_an_artifact_path_leaving_the_folder_is_reported_even_with_the_right_byt
     event = json.loads(body)
     root = Path(store.artifact_files.root)
     shutil.copy(root / event["path"], root.parent / "outside.bin")
-    event["path"] = "../outside.bin"  # a forged row, the chain recomputed after it
+    outside = str(root.parent / "outside.bin") if forged == "absolute" else forged
+    event["path"] = outside  # a forged row, the chain recomputed after it
     store.conn.execute(
         "UPDATE log SET body = ? WHERE position = ?", (fe.canonical_json(event).decode(), position)
     )
