@@ -3,8 +3,10 @@
 Each operation validates its arguments, prepares what goes on disk, and appends through
 ``Run._append_event``, whose idempotency check runs first: a repeated call returns the
 original seq and writes nothing; a call that contradicts an earlier one under the same
-key is a ``conflict`` and writes nothing. Files are placed by the append's ``check``,
-i.e. only once the append is decided, and before the event that points at them commits.
+key is a ``conflict`` and writes nothing, and so is other content under a used artifact
+name or a second, different manifest, whatever the key (``RunState.check_artifact``).
+Files are placed by the append's ``check``, i.e. only once the append is decided, and
+before the event that points at them commits.
 
 All three are accepted on a concluded run too: outputs are often measured and archived
 after the run ended, and they describe the run without changing its outcome.
@@ -71,7 +73,12 @@ def add_artifact(
             content_type=content_type,
             step=step,
         )
-        return run._append_event(event, key or f"artifact:{label}", (), lambda: files.place(staged))
+
+        def check_and_place() -> None:
+            run._state.check_artifact(label, staged.sha256)
+            files.place(staged)
+
+        return run._append_event(event, key or f"artifact:{label}", (), check_and_place)
     finally:
         files.discard(staged)  # a no-op once placed
 
@@ -105,7 +112,12 @@ def record_manifest(
         path=path,
     )
     data = manifest_file_bytes(run.id, manifest)
-    seq = run._append_event(event, key or "manifest", (), lambda: files.write(path, data))
+
+    def check_and_write() -> None:
+        run._state.check_manifest(manifest.digest)
+        files.write(path, data)
+
+    seq = run._append_event(event, key or "manifest", (), check_and_write)
     return dataclasses.replace(manifest, seq=seq)
 
 

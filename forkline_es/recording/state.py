@@ -19,9 +19,11 @@ from forkline_es.log.events import (
     ONE_OFF_KEY,
     ActionInvoked,
     ActionResult,
+    ArtifactAdded,
     ChildStarted,
     EventBody,
     ForklineLogged,
+    ManifestRecorded,
     Recovered,
     RunConcluded,
     RunHeld,
@@ -67,6 +69,8 @@ _STATE_EVENTS = (
     RunResumed,
     Recovered,
     RunConcluded,
+    ArtifactAdded,
+    ManifestRecorded,
 )
 
 
@@ -155,6 +159,10 @@ class RunState:
     open_invokes: set[tuple[str, int]] = field(default_factory=set)
     children: set[str] = field(default_factory=set)
     concluded: bool = False
+    #: artifact name -> the sha256 of its content: a name never changes content
+    artifacts: dict[str, str] = field(default_factory=dict)
+    #: the digest of the run's manifest: one manifest.json per run, never overwritten
+    manifest: str | None = None
 
     # -- folding ---------------------------------------------------------------------
 
@@ -213,6 +221,10 @@ class RunState:
             case RunConcluded():
                 self.status = event.status
                 self.concluded = True
+            case ArtifactAdded():
+                self.artifacts[event.name] = event.sha256
+            case ManifestRecorded():
+                self.manifest = event.digest
             case _:
                 pass
 
@@ -245,6 +257,20 @@ class RunState:
     def check_open(self) -> None:
         if self.concluded:
             raise Conflict(f"run {self.run_id} is concluded ({self.status}); nothing more can be recorded")
+
+    def check_artifact(self, name: str, sha256: str) -> None:
+        """Under any key: the projection keeps one artifact per name, and gc keeps its file only."""
+        held = self.artifacts.get(name)
+        if held is not None and held != sha256:
+            raise Conflict(
+                f"artifact {name!r} of run {self.run_id} already holds other content ({held}); "
+                "record the new content under another name"
+            )
+
+    def check_manifest(self, digest: str) -> None:
+        """Under any key: a run has one manifest.json, which a different manifest would overwrite."""
+        if self.manifest is not None and self.manifest != digest:
+            raise Conflict(f"run {self.run_id} already recorded another manifest ({self.manifest})")
 
     def check_begin(self, path: str) -> None:
         self.check_open()
