@@ -45,6 +45,22 @@ def test_the_same_content_under_another_key_is_accepted(store: fe.Store) -> None
     assert store.verify_run("r1").ok
 
 
+def test_a_name_shows_its_latest_registration(store: fe.Store) -> None:
+    """The same content registered again under another key, described otherwise: the
+    document lists the name once, as its latest event describes it, and a rebuild agrees."""
+    run = store.start_run("wf", run_id="r1")
+    run.begin_step("s")
+    run.add_artifact(b"same", "trace", name="t")
+    run.add_artifact(b"other", "trace", name="u")
+    run.add_artifact(b"same", "report", content_type="text/plain", step="s", name="t", key="op-42")
+    listed = store.get_run_record("r1")["x-artifacts"]
+    assert [a["name"] for a in listed] == ["u", "t"]
+    assert (listed[1]["kind"], listed[1]["content_type"], listed[1]["step"]) == ("report", "text/plain", "s")
+    before = store.export_run_record("r1")
+    store.rebuild_projections()
+    assert store.export_run_record("r1") == before
+
+
 def test_a_batch_cannot_record_two_contents_under_one_name(store: fe.Store) -> None:
     run = store.start_run("wf", run_id="r1")
     with pytest.raises(fe.Conflict), run.batch():
