@@ -171,6 +171,35 @@ def test_an_unfolded_event_after_another_stores_append_leaves_the_cache_stale(db
     recorder.close()
 
 
+def test_a_commit_that_failed_after_its_fold_leaves_no_folded_state(db_path: Path) -> None:
+    """The fold runs inside the append's transaction; when the commit then fails, what it
+    cached must go too. Otherwise, once another writer takes that seq, this store's next
+    fold of the run starts from the event that never committed."""
+    with fe.Store.open(db_path) as store, fe.Store.open(db_path) as other:
+        run = store.start_run("wf", run_id="r")
+        run.begin_step("s")
+        run.invoke("s", 1, "op", A, "not-dispatched")
+        append = store.log.append
+
+        def failing_commit(rows: Any, then: Any = None) -> Any:
+            def fold_then_fail(cur: Any, positions: list[int]) -> None:
+                then(cur, positions)
+                raise OSError("the disk went away before COMMIT")
+
+            return append(rows, fold_then_fail)
+
+        store.log.append = failing_commit  # type: ignore[method-assign]
+        with pytest.raises(OSError):
+            run.result("s", 1, "failed", result="lost", code="lost")
+        store.log.append = append  # type: ignore[method-assign]
+        other.resume_run("r").result("s", 1, "succeeded", result="kept")
+        store.resume_run("r").end_step("s", "succeeded")
+        step = store.get_step_record("r", "s")
+        assert step["payloads"]["result"]["value"] == {"kind": "string", "value": "kept"}
+        assert "code" not in step
+        assert store.check_projections() == []
+
+
 def test_catching_up_starts_at_the_projector_furthest_behind(db_path: Path) -> None:
     """A file whose projectors folded through different positions (say, one added later):
     opening it folds everything after the lowest position, so no run is missed."""
