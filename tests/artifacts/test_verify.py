@@ -301,15 +301,21 @@ def test_a_run_and_all_together_is_a_usage_error(sample: fe.Run, db_path: Path) 
     assert result.stderr == "error: give one RUN, or --all (not both); `forkline-es runs` lists the runs\n"
 
 
-def test_all_as_text_prints_each_failed_run_s_problems_at_their_seq(
-    store: fe.Store, tmp_path: Path, db_path: Path
-) -> None:
+def _good_and_bad(store: fe.Store, tmp_path: Path) -> int:
+    """Runs "good" and "bad", whose trace artifact file is gone; the seq of that artifact."""
     record_sample(store, tmp_path, run_id="good")
     record_sample(store, tmp_path, run_id="bad")
     (seq, path), *_ = store.conn.execute(
         "SELECT seq, path FROM artifact WHERE run_id = 'bad' AND name = 'trace.txt'"
     ).fetchall()
     (store.artifact_files.root / path).unlink()
+    return int(seq)
+
+
+def test_all_as_text_prints_each_failed_run_s_problems_at_their_seq(
+    store: fe.Store, tmp_path: Path, db_path: Path
+) -> None:
+    seq = _good_and_bad(store, tmp_path)
     code, out = _cli(db_path, "--all")
     lines = out.splitlines()
     assert code == 1 and lines[0] == "run bad: 1 problem"
@@ -360,12 +366,7 @@ def test_any_single_byte_change_in_a_body_breaks_the_chain_there(
 
 
 def test_all_as_json_lists_only_the_failed_runs(store: fe.Store, tmp_path: Path, db_path: Path) -> None:
-    record_sample(store, tmp_path, run_id="good")
-    record_sample(store, tmp_path, run_id="bad")
-    (_, path), *_ = store.conn.execute(
-        "SELECT seq, path FROM artifact WHERE run_id = 'bad' AND name = 'trace.txt'"
-    ).fetchall()
-    (store.artifact_files.root / path).unlink()
+    _good_and_bad(store, tmp_path)
     code, out = _cli(db_path, "--all", "--json")
     doc = json.loads(out)
     assert code == 1
