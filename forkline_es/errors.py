@@ -28,9 +28,11 @@ class ForklineError(Exception):
 
 
 class StoreError(ForklineError):
-    """The database file cannot be used: not SQLite, not ours, or a newer schema.
+    """The store cannot be used or written: a file that is not SQLite, not ours or of a newer
+    schema, a damaged file, or a disk or folder that refuses the write (its artifact files too).
 
-    Raised before anything is written, so the file is left untouched.
+    Nothing of the call is recorded: a file is refused before anything is written, and a
+    failed write rolls back.
     """
 
 

@@ -19,9 +19,12 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Final
+
+from forkline_es.errors import StoreError
 
 __all__ = ["ArtifactFiles", "Staged", "file_checksum"]
 
@@ -45,6 +48,22 @@ class Staged:
     sha256: str
     size_bytes: int
     path: str  # where it goes, relative to the root (POSIX separators)
+
+
+@contextlib.contextmanager
+def _own_files(root: Path, what: str) -> Iterator[None]:
+    """An OS error on the store's own files (a full disk, a read-only folder) as a StoreError.
+
+    The source a caller hands in is not ours: reading it fails as the OS says, and
+    ``add_artifact`` refuses it as ``invalid-request``.
+    """
+    try:
+        yield
+    except OSError as e:
+        raise StoreError(
+            f"{what} under {root}: {e}; nothing was recorded (free space or fix the folder's "
+            "permissions, then retry)"
+        ) from e
 
 
 def _fsync_dir(path: Path) -> None:
@@ -103,8 +122,12 @@ class ArtifactFiles:
         return os.fdopen(fd, "wb"), Path(name)
 
     def stage(self, source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> Staged:
-        """Copy ``source`` (bytes, or a file path, streamed) to a fsynced temporary file."""
-        out, temp = self._temp()
+        """Copy ``source`` (bytes, or a file path, streamed) to a fsynced temporary file.
+
+        Reading ``source`` fails with the OS's own error; writing our copy, with StoreError.
+        """
+        with _own_files(self.root, "staging an artifact"):
+            out, temp = self._temp()
         h = hashlib.sha256()
         size = 0
         try:
@@ -112,24 +135,33 @@ class ArtifactFiles:
                 if isinstance(source, bytes | bytearray | memoryview):
                     data = bytes(source)
                     h.update(data)
-                    out.write(data)
+                    self._put(out, data)
                     size = len(data)
                 else:
                     with open(source, "rb") as f:
                         while chunk := f.read(_CHUNK):
                             h.update(chunk)
-                            out.write(chunk)
+                            self._put(out, chunk)
                             size += len(chunk)
-                out.flush()
-                os.fsync(out.fileno())
+                with _own_files(self.root, "staging an artifact"):
+                    out.flush()
+                    os.fsync(out.fileno())
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
         digest = "sha256:" + h.hexdigest()
         return Staged(temp, digest, size, self.object_path(digest))
 
+    def _put(self, out: IO[bytes], data: bytes) -> None:
+        with _own_files(self.root, "staging an artifact"):
+            out.write(data)
+
     def place(self, staged: Staged) -> None:
         """Rename a staged file into its content address (kept as is when already there)."""
+        with _own_files(self.root, "placing an artifact"):
+            self._place(staged)
+
+    def _place(self, staged: Staged) -> None:
         target = self.root / staged.path
         if target.exists():
             staged.temp.unlink(missing_ok=True)  # same address, same content: never rewritten
@@ -176,15 +208,16 @@ class ArtifactFiles:
         """Write a small file (a manifest) atomically: temp file, fsync, rename."""
         target = self.resolve(relative)
         assert target is not None, relative
-        out, temp = self._temp()
-        try:
-            with out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(temp, target)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        _fsync_dir(target.parent)
+        with _own_files(self.root, f"writing {relative}"):
+            out, temp = self._temp()
+            try:
+                with out:
+                    out.write(data)
+                    out.flush()
+                    os.fsync(out.fileno())
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(temp, target)
+            except BaseException:
+                temp.unlink(missing_ok=True)
+                raise
+            _fsync_dir(target.parent)

@@ -259,10 +259,32 @@ def test_an_artifact_whose_file_cannot_be_placed_is_not_recorded(
     run = store.start_run("wf")
     before = store.conn.execute("SELECT count(*) FROM log").fetchall()
     _failing_rename(monkeypatch)
-    with pytest.raises(OSError):
+    with pytest.raises(fe.StoreError, match=r"placing an artifact under .*No space left on device"):
         run.add_artifact(b"no room", "trace", name="t")
-    with pytest.raises(OSError):
+    with pytest.raises(fe.StoreError, match=r"writing runs/.*/manifest\.json under .*No space left"):
         run.record_manifest(config={})
     assert store.conn.execute("SELECT count(*) FROM log").fetchall() == before
     record = store.get_run_record(run.id)
     assert "x-artifacts" not in record and "x-manifest" not in record
+
+
+def test_a_full_disk_while_staging_is_the_store_s_error_not_the_source_s(
+    store: fe.Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Our copy of the content could not be written: a StoreError saying what to fix, not an
+    ``invalid-request`` blaming the caller's source, and nothing recorded or left behind."""
+    source = tmp_path / "model.bin"
+    source.write_bytes(b"weights")
+    run = store.start_run("wf")
+    before = store.conn.execute("SELECT count(*) FROM log").fetchall()
+
+    def fsync(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    for content in (b"bytes", source):
+        with pytest.raises(fe.StoreError, match=r"staging an artifact under .*free space") as refused:
+            run.add_artifact(content, "trace")
+        assert not isinstance(refused.value, fe.RecordError)
+    assert store.conn.execute("SELECT count(*) FROM log").fetchall() == before
+    assert not list((store.artifact_files.root / "tmp").iterdir())
