@@ -11,9 +11,16 @@ middle-generation collection walks them again (two walks of a 10,000-step docume
 230,000 containers cost about 150 ms each here). ``gc_paused(keep=True)`` moves them
 straight to the oldest generation, as surviving both collections would, without either
 walk. Objects freed by reference counting leave it as from any generation; a cycle the
-caller later makes through them is found by the next full collection. The collector's
-state is process-wide: another thread's young objects are promoted too (harmless), and
-a thread calling ``gc.freeze()`` between our two calls would see its freeze undone.
+caller later makes through them is found by the next full collection.
+
+The move takes the whole young generation, not only what was built, and ``gc.freeze()``
+zeroes the young count that schedules collections. So the program's young objects are
+collected first (``gc.collect(1)``, a walk of a few thousand objects at most); otherwise
+its garbage cycles would be promoted uncollected, and a program reading often would never
+see a young collection again. A small build is not moved at all: one young collection
+walks it for less than the ``gc.collect(1)`` would cost (``decode_document`` decides by
+size). The collector's state is process-wide: a thread calling ``gc.freeze()`` between our
+two calls would see its freeze undone.
 """
 
 from __future__ import annotations
@@ -30,13 +37,17 @@ def gc_paused(*, keep: bool = False) -> Iterator[None]:
     """Pause the collector; ``keep``: what was built is kept (returned), move it to the oldest
     generation on the way out."""
     was_enabled = gc.isenabled()
+    # Skipped when the program froze objects itself (unfreezing would hand those back to the
+    # collector) or turned the collector off (it then schedules nothing to avoid).
+    promote = keep and was_enabled and gc.get_freeze_count() == 0
+    if promote:
+        gc.collect(1)  # the program's young garbage, collected rather than promoted with the build
     gc.disable()
     try:
         yield
-        if keep and gc.get_freeze_count() == 0:
+        if promote:
             # freeze() moves every generation to the permanent one and zeroes the young
-            # count; unfreeze() moves that into the oldest generation. Skipped when the
-            # program froze objects itself: unfreezing would hand those back to the collector.
+            # count; unfreeze() moves that into the oldest generation.
             gc.freeze()
             gc.unfreeze()
     finally:

@@ -104,13 +104,19 @@ def finish(text: str, values: Values) -> str:
         return canonical_json(doc).decode()
 
 
+#: From this many characters of JSON a decoded document goes straight to the oldest
+#: generation (``forkline_es._gc``); a smaller one is a few thousand containers at most,
+#: which one young collection walks in less time than the move costs.
+PROMOTE_AT: Final = 1 << 16
+
+
 def decode_document(text: str) -> dict[str, Any]:
     """A document (or step record) from its canonical text, for the caller to keep.
 
     Decoded from the text itself (encoding 9 MB first would only copy it), with the
     collector kept out: see ``forkline_es._gc``.
     """
-    with gc_paused(keep=True):
+    with gc_paused(keep=len(text) >= PROMOTE_AT):
         document: dict[str, Any] = _decode(text)
     return document
 
