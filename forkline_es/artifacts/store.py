@@ -131,7 +131,7 @@ class ArtifactFiles:
         h = hashlib.sha256()
         size = 0
         try:
-            with out:
+            try:
                 if isinstance(source, bytes | bytearray | memoryview):
                     data = bytes(source)
                     h.update(data)
@@ -146,6 +146,9 @@ class ArtifactFiles:
                 with _own_files(self.root, "staging an artifact"):
                     out.flush()
                     os.fsync(out.fileno())
+            finally:
+                with _own_files(self.root, "staging an artifact"):
+                    out.close()  # flushes what is buffered: our disk's error, not the source's
         except BaseException:
             temp.unlink(missing_ok=True)
             raise

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 import pytest
 
@@ -288,3 +290,33 @@ def test_a_full_disk_while_staging_is_the_store_s_error_not_the_source_s(
         assert not isinstance(refused.value, fe.RecordError)
     assert store.conn.execute("SELECT count(*) FROM log").fetchall() == before
     assert not list((store.artifact_files.root / "tmp").iterdir())
+
+
+class _FullDisk(io.BytesIO):
+    """A staging file on a full disk: every write and the final flush on close fail."""
+
+    def write(self, data: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def close(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_on_every_write_and_close_is_still_the_store_s_error(
+    store: fe.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a buffered file after a failed write can fail again; that second error is
+    about our disk too, and must not turn into the source's ``invalid-request``."""
+    files = store.artifact_files
+    real_temp = files._temp
+
+    def full_disk_temp() -> tuple[IO[bytes], Path]:
+        out, temp = real_temp()
+        out.close()
+        return _FullDisk(), temp
+
+    monkeypatch.setattr(files, "_temp", full_disk_temp)
+    run = store.start_run("wf")
+    with pytest.raises(fe.StoreError, match=r"staging an artifact under .*No space left"):
+        run.add_artifact(b"bytes", "trace")
+    assert not list((files.root / "tmp").iterdir())
