@@ -201,5 +201,8 @@ class RetentionMachine(HistoryMachine):
             super().teardown()
 
 
-RetentionMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=40)
+# Twice the profile's examples: 200 in CI, 4,000 under --slow.
+RetentionMachine.TestCase.settings = settings(
+    max_examples=2 * settings().max_examples, stateful_step_count=40
+)
 TestRetention = RetentionMachine.TestCase
