@@ -58,10 +58,7 @@ def add_artifact(
     else:
         raise InvalidRequest(f"an artifact source is bytes or a file path, not {type(source).__name__}")
     files = run._store.artifact_files
-    try:
-        staged = files.stage(source)
-    except OSError as e:
-        raise InvalidRequest(f"cannot read artifact source: {e}") from None
+    staged = files.stage(source)
     try:
         label = name or default_name or staged.sha256
         event = ArtifactAdded(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Final
 
-from forkline_es.errors import StoreError
+from forkline_es.errors import InvalidRequest, StoreError
 
 __all__ = ["ArtifactFiles", "Staged", "file_checksum"]
 
@@ -54,8 +54,8 @@ class Staged:
 def _own_files(root: Path, what: str) -> Iterator[None]:
     """An OS error on the store's own files (a full disk, a read-only folder) as a StoreError.
 
-    The source a caller hands in is not ours: reading it fails as the OS says, and
-    ``add_artifact`` refuses it as ``invalid-request``.
+    The source a caller hands in is not ours: failing to read it is ``invalid-request``
+    (``_chunks``), which this lets through.
     """
     try:
         yield
@@ -64,6 +64,19 @@ def _own_files(root: Path, what: str) -> Iterator[None]:
             f"{what} under {root}: {e}; nothing was recorded (free space or fix the folder's "
             "permissions, then retry)"
         ) from e
+
+
+def _chunks(source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> Iterator[bytes]:
+    """The caller's content, a file streamed in 1 MB chunks; failing to read it is theirs."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        yield bytes(source)
+        return
+    try:
+        with open(source, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                yield chunk
+    except OSError as e:
+        raise InvalidRequest(f"cannot read artifact source: {e}") from None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -124,57 +137,40 @@ class ArtifactFiles:
     def stage(self, source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> Staged:
         """Copy ``source`` (bytes, or a file path, streamed) to a fsynced temporary file.
 
-        Reading ``source`` fails with the OS's own error; writing our copy, with StoreError.
+        A source that cannot be read is ``invalid-request``; our copy that cannot be
+        written (or closed: that flushes too) is a StoreError.
         """
-        with _own_files(self.root, "staging an artifact"):
-            out, temp = self._temp()
         h = hashlib.sha256()
         size = 0
-        try:
+        with _own_files(self.root, "staging an artifact"):
+            out, temp = self._temp()
             try:
-                if isinstance(source, bytes | bytearray | memoryview):
-                    data = bytes(source)
-                    h.update(data)
-                    self._put(out, data)
-                    size = len(data)
-                else:
-                    with open(source, "rb") as f:
-                        while chunk := f.read(_CHUNK):
-                            h.update(chunk)
-                            self._put(out, chunk)
-                            size += len(chunk)
-                with _own_files(self.root, "staging an artifact"):
+                with out:
+                    for chunk in _chunks(source):
+                        h.update(chunk)
+                        out.write(chunk)
+                        size += len(chunk)
                     out.flush()
                     os.fsync(out.fileno())
-            finally:
-                with _own_files(self.root, "staging an artifact"):
-                    out.close()  # flushes what is buffered: our disk's error, not the source's
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
+            except BaseException:
+                temp.unlink(missing_ok=True)
+                raise
         digest = "sha256:" + h.hexdigest()
         return Staged(temp, digest, size, self.object_path(digest))
 
-    def _put(self, out: IO[bytes], data: bytes) -> None:
-        with _own_files(self.root, "staging an artifact"):
-            out.write(data)
-
     def place(self, staged: Staged) -> None:
         """Rename a staged file into its content address (kept as is when already there)."""
-        with _own_files(self.root, "placing an artifact"):
-            self._place(staged)
-
-    def _place(self, staged: Staged) -> None:
         target = self.root / staged.path
-        if target.exists():
-            staged.temp.unlink(missing_ok=True)  # same address, same content: never rewritten
-            # Touched: an orphan file reused by a new artifact is young again, so a gc
-            # sweeping concurrently keeps it within its grace period (``sweep``).
-            os.utime(target)
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged.temp, target)
-        _fsync_dir(target.parent)
+        with _own_files(self.root, "placing an artifact"):
+            if target.exists():
+                staged.temp.unlink(missing_ok=True)  # same address, same content: never rewritten
+                # Touched: an orphan file reused by a new artifact is young again, so a gc
+                # sweeping concurrently keeps it within its grace period (``sweep``).
+                os.utime(target)
+                return
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged.temp, target)
+            _fsync_dir(target.parent)
 
     def discard(self, staged: Staged) -> None:
         staged.temp.unlink(missing_ok=True)

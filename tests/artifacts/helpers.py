@@ -1,4 +1,4 @@
-"""A recorded run with every kind of evidence verify checks, and raw-SQL tampering."""
+"""A recorded run with every kind of evidence verify checks, raw-SQL tampering, and counts."""
 
 from __future__ import annotations
 
@@ -69,3 +69,8 @@ def relink(store: fe.Store, run_id: str) -> None:
         digest = row_digest(rid, seq, entry, gen, kind, at, key, prev, body)
         store.conn.execute("UPDATE log SET digest = ?, prev = ? WHERE position = ?", (digest, prev, position))
         prev = digest
+
+
+def log_rows(store: fe.Store) -> int:
+    """How many events the log holds: a refused call leaves it as it was."""
+    return int(store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0])

@@ -12,8 +12,9 @@ from typing import IO
 import pytest
 
 import forkline_es as fe
+from forkline_es.artifacts import store as artifact_store
 
-from .helpers import record_sample
+from .helpers import log_rows, record_sample
 
 
 def test_bytes_are_stored_under_their_sha256_beside_the_database(store: fe.Store, db_path: Path) -> None:
@@ -259,13 +260,13 @@ def test_an_artifact_whose_file_cannot_be_placed_is_not_recorded(
 ) -> None:
     """The file goes in place before its event commits: an event never points at nothing."""
     run = store.start_run("wf")
-    before = store.conn.execute("SELECT count(*) FROM log").fetchall()
+    before = log_rows(store)
     _failing_rename(monkeypatch)
     with pytest.raises(fe.StoreError, match=r"placing an artifact under .*No space left on device"):
         run.add_artifact(b"no room", "trace", name="t")
     with pytest.raises(fe.StoreError, match=r"writing runs/.*/manifest\.json under .*No space left"):
         run.record_manifest(config={})
-    assert store.conn.execute("SELECT count(*) FROM log").fetchall() == before
+    assert log_rows(store) == before
     record = store.get_run_record(run.id)
     assert "x-artifacts" not in record and "x-manifest" not in record
 
@@ -278,7 +279,7 @@ def test_a_full_disk_while_staging_is_the_store_s_error_not_the_source_s(
     source = tmp_path / "model.bin"
     source.write_bytes(b"weights")
     run = store.start_run("wf")
-    before = store.conn.execute("SELECT count(*) FROM log").fetchall()
+    before = log_rows(store)
 
     def fsync(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -288,7 +289,7 @@ def test_a_full_disk_while_staging_is_the_store_s_error_not_the_source_s(
         with pytest.raises(fe.StoreError, match=r"staging an artifact under .*free space") as refused:
             run.add_artifact(content, "trace")
         assert not isinstance(refused.value, fe.RecordError)
-    assert store.conn.execute("SELECT count(*) FROM log").fetchall() == before
+    assert log_rows(store) == before
     assert not list((store.artifact_files.root / "tmp").iterdir())
 
 
@@ -320,3 +321,23 @@ def test_a_full_disk_on_every_write_and_close_is_still_the_store_s_error(
     with pytest.raises(fe.StoreError, match=r"staging an artifact under .*No space left"):
         run.add_artifact(b"bytes", "trace")
     assert not list((files.root / "tmp").iterdir())
+
+
+def test_a_source_that_fails_while_read_is_the_caller_s_error(
+    store: fe.Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An I/O error reading the caller's file is ``invalid-request``, not our disk's StoreError."""
+    source = tmp_path / "model.bin"
+    source.write_bytes(b"weights")
+
+    class Unreadable(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(artifact_store, "open", lambda path, mode: Unreadable(), raising=False)
+    run = store.start_run("wf")
+    before = log_rows(store)
+    with pytest.raises(fe.InvalidRequest, match=r"cannot read artifact source: .*Input/output error"):
+        run.add_artifact(source, "trace")
+    assert log_rows(store) == before
+    assert not list((store.artifact_files.root / "tmp").iterdir())

@@ -13,9 +13,7 @@ import pytest
 
 import forkline_es as fe
 
-
-def _log_rows(store: fe.Store) -> int:
-    return int(store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0])
+from .helpers import log_rows
 
 
 def _files(store: fe.Store) -> dict[str, bytes]:
@@ -26,12 +24,12 @@ def _files(store: fe.Store) -> dict[str, bytes]:
 def test_other_content_under_a_used_name_is_a_conflict_whatever_the_key(store: fe.Store) -> None:
     run = store.start_run("wf", run_id="r1")
     run.add_artifact(b"first", "trace", name="t")
-    rows, files = _log_rows(store), _files(store)
+    rows, files = log_rows(store), _files(store)
     with pytest.raises(fe.Conflict):
         run.add_artifact(b"second", "trace", name="t", key="upload-2")
     with pytest.raises(fe.Conflict):
         store.resume_run("r1").add_artifact(b"second", "trace", name="t", key="upload-3")
-    assert (_log_rows(store), _files(store)) == (rows, files)
+    assert (log_rows(store), _files(store)) == (rows, files)
     run.conclude("succeeded")
     store.gc(artifact_grace_seconds=0)
     assert store.verify_run("r1").ok
@@ -72,9 +70,9 @@ def test_a_batch_cannot_record_two_contents_under_one_name(store: fe.Store) -> N
 def test_a_different_manifest_is_a_conflict_whatever_the_key(store: fe.Store) -> None:
     run = store.start_run("wf", run_id="r1")
     m = run.record_manifest(config={"lr": 0.1})
-    rows, files = _log_rows(store), _files(store)
+    rows, files = log_rows(store), _files(store)
     with pytest.raises(fe.Conflict):
         run.record_manifest(config={"lr": 0.2}, key="manifest-2")
-    assert (_log_rows(store), _files(store)) == (rows, files)
+    assert (log_rows(store), _files(store)) == (rows, files)
     assert store.get_run_record("r1")["x-manifest"]["digest"] == m.digest
     assert store.verify_run("r1").ok
