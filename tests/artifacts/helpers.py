@@ -5,17 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 import forkline_es as fe
 
 DEFINITION = "sha256:" + "d" * 64
 COMMIT = "0" * 40
-
-TRIGGERS = (
-    "log_is_append_only",
-    "log_deletes_only_evicted",
-    "payload_is_immutable",
-    "payload_deletes_only_recorded",
-)
 
 
 def record_sample(store: fe.Store, tmp: Path, run_id: str = "r1", workflow: str = "wf") -> fe.Run:
@@ -36,9 +31,18 @@ def record_sample(store: fe.Store, tmp: Path, run_id: str = "r1", workflow: str 
 
 
 def untrigger(store: fe.Store) -> None:
-    """What an attacker with the file does first: drop the append-only triggers."""
-    for name in TRIGGERS:
-        store.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    """What an attacker with the file does first: go around the append-only triggers. Here
+    they are turned off for the store's own connection only (SQLITE_DBCONFIG_ENABLE_TRIGGER),
+    which leaves the schema as it was: nothing in the file says it happened."""
+    store.conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
+
+
+def drop_triggers(store: fe.Store) -> list[str]:
+    """The other way round them: drop every trigger of the file (verify reports each one)."""
+    names = [str(n) for (n,) in store.conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'")]
+    for name in names:
+        store.conn.execute(f"DROP TRIGGER {name}")
+    return names
 
 
 def row(store: fe.Store, run_id: str, kind: str) -> tuple[int, int, str]:
