@@ -22,6 +22,7 @@ from forkline_es import __version__
 from forkline_es._logging import get_logger
 from forkline_es.artifacts import sql as artifact_sql
 from forkline_es.artifacts import verify
+from forkline_es.artifacts.anchors import read_anchors
 from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
@@ -299,16 +300,31 @@ class Store:
         check_text(name, "a metric name")
         return artifact_sql.metric_summary(self.conn.cursor(), workflow, name)
 
-    def verify_run(self, run_id: str, *, projections: bool = True) -> VerifyReport:
-        """Re-check the run's hash chain, payload values, artifact files and manifest, and
-        (``projections``) its projections against a refold of its rows; never repairs."""
-        return verify.verify_run(self, run_id, projections=projections)
+    def verify_run(
+        self, run_id: str, anchors: Mapping[str, Any] | None = None, *, projections: bool = True
+    ) -> VerifyReport:
+        """Re-check the run's hash chain, payload values, artifact files and manifest, the
+        store's triggers, (``projections``) its projections against a refold of its rows,
+        and (``anchors``, as ``anchors()`` returned them earlier) its anchor; never repairs."""
+        return verify.verify_run(self, run_id, projections=projections, anchors=anchors)
 
     def verify_all(
-        self, progress: Callable[[int, int], None] | None = None, *, projections: bool = True
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        projections: bool = True,
+        anchors: Mapping[str, Any] | None = None,
     ) -> list[VerifyReport]:
-        """``verify_run`` for every run in the log, plus listed runs whose rows are all gone."""
-        return verify.verify_all(self, progress, projections=projections)
+        """``verify_run`` for every run in the log, plus listed or anchored runs whose rows are
+        all gone; a first report with ``run_id`` None holds the store's own problems, if any."""
+        return verify.verify_all(self, progress, projections=projections, anchors=anchors)
+
+    def anchors(self) -> dict[str, dict[str, Any]]:
+        """Each retained run's last seq and its digest, in one snapshot: ``{run_id: {"seq": int,
+        "digest": "sha256:..."}}``. Kept outside the file, they let ``verify`` see a run
+        rewritten at or before them (docs/verify.md)."""
+        with self.log.snapshot() as cur:
+            return read_anchors(cur)
 
     # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
 

@@ -11,14 +11,17 @@ What is checked, per run (docs/verify.md says what that proves):
   disk byte for byte what the log says it is;
 - when the chain holds: the run's projections against a refold of its rows alone, which
   sees what a chain cannot, rows deleted at the run's end and a run rewritten to its end
-  after it was folded (``projections.check.RunRefolder``).
+  after it was folded (``projections.check.RunRefolder``);
+- given anchors taken earlier (``artifacts.anchors``): the row at each anchored seq still
+  has the anchored digest, which no rewrite at or before it can keep;
+- for the store: the log's triggers are the ones its schema makes (``log.triggers``).
 
 Nothing is ever repaired: a problem is reported, with its kind and the seq of the event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -26,11 +29,14 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from forkline_es._logging import get_logger
+from forkline_es.artifacts.anchors import Anchor, checked_anchors
 from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
 from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
+from forkline_es.log.connection import Cursor
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, PayloadsRemoved
 from forkline_es.log.rows import LogRow, row_digest
+from forkline_es.log.triggers import trigger_differences
 from forkline_es.projections.check import RunRefolder
 from forkline_es.recording.state import check_text
 from forkline_es.values import canonical_json, sha256_digest
@@ -38,7 +44,17 @@ from forkline_es.values import canonical_json, sha256_digest
 if TYPE_CHECKING:
     from forkline_es.store import Store
 
-__all__ = ["PROBLEM_KINDS", "Checksums", "Problem", "VerifyReport", "check_chain", "verify_all", "verify_run"]
+__all__ = [
+    "PROBLEM_KINDS",
+    "STORE_KINDS",
+    "Checksums",
+    "Problem",
+    "VerifyReport",
+    "check_chain",
+    "store_problems",
+    "verify_all",
+    "verify_run",
+]
 
 #: Every problem kind verify reports, and what it means.
 PROBLEM_KINDS: Final = {
@@ -64,7 +80,17 @@ PROBLEM_KINDS: Final = {
         "the run's projections differ from a refold of its rows: rows deleted at its end, "
         "or the run rewritten (digests recomputed) after it was folded"
     ),
+    "anchor-mismatch": (
+        "the run's row at an anchored seq has another digest or is gone, or the run vanished "
+        "(no rows, no eviction record): it was rewritten at or before that seq"
+    ),
+    "trigger-missing": "a trigger the schema makes is gone: the log's rows could be changed",
+    "trigger-altered": "a trigger the schema makes has other SQL than the schema gives it",
+    "trigger-unexpected": "a trigger the schema does not make is on one of the log's tables",
 }
+
+#: Problems of the store rather than of one run (reported with ``seq`` None).
+STORE_KINDS: Final = frozenset({"trigger-missing", "trigger-altered", "trigger-unexpected"})
 
 #: Problems of the rows themselves, each pinned to a seq; the projection comparison is
 #: only made without them (it would restate the same change less precisely).
@@ -97,9 +123,13 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
-    """The outcome of verifying one run: ``ok`` when ``problems`` is empty."""
+    """The outcome of verifying one run: ``ok`` when ``problems`` is empty.
 
-    run_id: str
+    ``run_id`` is None for the store's own report (its triggers), which ``verify_all`` puts
+    first when the store has a problem.
+    """
+
+    run_id: str | None
     problems: tuple[Problem, ...] = ()
     events: int = 0
     artifacts: int = 0
@@ -375,19 +405,39 @@ def verify_run(
     *,
     projections: bool = True,
     refolder: RunRefolder | None = None,
+    anchors: Mapping[str, Any] | None = None,
 ) -> VerifyReport:
     """Verify one run; refuses a run that is unknown (run-not-found) or evicted.
 
     ``projections``: also compare its projections with a refold of its rows (in
-    ``refolder``'s scratch database when given, else in one of its own).
+    ``refolder``'s scratch database when given, else in one of its own). ``anchors``: as
+    ``store.anchors()`` returned them (invalid-request when malformed); the run's anchor,
+    if it has one, is checked. The store's triggers are checked too: the run's evidence
+    depends on them.
     """
     check_text(run_id, "a run identifier")  # as every read refuses it (get_run_record, ...)
+    checked = checked_anchors(anchors) if anchors is not None else {}
+    return _verify_run(store, run_id, sums, projections, refolder, checked.get(run_id), with_store=True)
+
+
+def _verify_run(
+    store: Store,
+    run_id: str,
+    sums: Checksums | None,
+    projections: bool,
+    refolder: RunRefolder | None,
+    anchor: Anchor | None,
+    *,
+    with_store: bool,
+) -> VerifyReport:
     sums = sums if sums is not None else Checksums()
     files = store.artifact_files
     problems: list[Problem] = []
     events = artifacts = manifests = 0
     to_check: list[tuple[int, ArtifactAdded | ManifestRecorded]] = []
     with store.log.snapshot() as cur:
+        if with_store:
+            problems.extend(store_problems(cur))
         values = store.log.run_payloads(run_id, cur)
         payloads = _by_position(values)
         rows: list[LogRow] = []
@@ -413,11 +463,15 @@ def verify_run(
                 raise RunNotRetained(
                     f"run {run_id!r} was evicted at {evicted[0]}; there is nothing to verify"
                 )
-            if store.projections.persist.load_summary(cur, run_id) is None:
+            listed = store.projections.persist.load_summary(cur, run_id) is not None
+            if not listed and anchor is None:
                 raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs")
-            problems.append(_missing(run_id))
-        elif projections and not any(p.kind in _CHAIN_KINDS for p in problems):
-            problems.extend(_projection_problems(cur, run_id, rows, values, refolder))
+            problems.extend(_vanished(run_id, listed, anchor))
+        else:
+            if anchor is not None:
+                problems.extend(_anchor_problems(run_id, rows, anchor))
+            if projections and not any(p.kind in _CHAIN_KINDS for p in problems):
+                problems.extend(_projection_problems(cur, run_id, rows, values, refolder))
     for seq, event in to_check:  # files are read outside the read transaction
         if isinstance(event, ArtifactAdded):
             artifacts += 1
@@ -428,6 +482,91 @@ def verify_run(
     report = VerifyReport(run_id, tuple(problems), events, artifacts, manifests)
     _log.info("verified", run_id=run_id, ok=report.ok, problems=len(problems), events=events)
     return report
+
+
+def store_problems(cur: Cursor) -> list[Problem]:
+    """The store's own problems, in ``cur``'s snapshot: a trigger of the log gone, altered or added."""
+    found: list[Problem] = []
+    for t in trigger_differences(cur):
+        if t.state == "missing":
+            found.append(
+                Problem(
+                    "trigger-missing",
+                    None,
+                    f"trigger {t.name} on {t.table} is gone: the rows it guards can be changed "
+                    "or deleted by any client (only an anchor kept elsewhere shows whether they were)",
+                    path=t.name,
+                    expected=t.expected,
+                )
+            )
+        elif t.state == "altered":
+            found.append(
+                Problem(
+                    "trigger-altered",
+                    None,
+                    f"trigger {t.name} on {t.table} is not the one the schema makes",
+                    path=t.name,
+                    expected=t.expected,
+                    actual=t.actual,
+                )
+            )
+        else:
+            found.append(
+                Problem(
+                    "trigger-unexpected",
+                    None,
+                    f"trigger {t.name} on {t.table} is not made by the schema: it can refuse, "
+                    "change or silently skip writes to the log",
+                    path=t.name,
+                    actual=t.actual,
+                )
+            )
+    return found
+
+
+def _anchor_problems(run_id: str, rows: list[LogRow], anchor: Anchor) -> list[Problem]:
+    """The row at the anchored seq, against the anchored digest."""
+    seq, digest = anchor
+    at = next((r for r in rows if r.seq == seq), None)
+    if at is None:
+        return [
+            Problem(
+                "anchor-mismatch",
+                seq,
+                f"run {run_id!r} has no row seq {seq}, which its anchor records with digest {digest} "
+                f"(the run ends at seq {rows[-1].seq}): rows were deleted or renumbered",
+                expected=digest,
+            )
+        ]
+    if at.digest != digest:
+        return [
+            Problem(
+                "anchor-mismatch",
+                seq,
+                f"run {run_id!r}: row seq {seq} has digest {at.digest}, its anchor records {digest}: "
+                f"the run was rewritten at or before seq {seq}",
+                expected=digest,
+                actual=at.digest,
+            )
+        ]
+    return []
+
+
+def _vanished(run_id: str, listed: bool, anchor: Anchor | None) -> list[Problem]:
+    """A run without rows or eviction record: listed by the projections, anchored, or both."""
+    found = [_missing(run_id)] if listed else []
+    if anchor is not None:
+        seq, digest = anchor
+        found.append(
+            Problem(
+                "anchor-mismatch",
+                seq,
+                f"run {run_id!r} is gone: its anchor records seq {seq} with digest {digest}, and "
+                "the log holds none of its rows and no eviction record",
+                expected=digest,
+            )
+        )
+    return found
 
 
 def _projection_problems(
@@ -452,10 +591,21 @@ def _missing(run_id: str) -> Problem:
 
 
 def verify_all(
-    store: Store, progress: Callable[[int, int], None] | None = None, *, projections: bool = True
+    store: Store,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    projections: bool = True,
+    anchors: Mapping[str, Any] | None = None,
 ) -> list[VerifyReport]:
-    """Verify every run the log holds, and flag listed runs whose rows are all gone."""
+    """Verify every run the log holds, and flag listed runs whose rows are all gone.
+
+    ``anchors``: as ``store.anchors()`` returned them; an anchored run that is neither in
+    the log nor evicted gets a report of its own. The store's own problems (its triggers)
+    come first, in a report whose ``run_id`` is None, only when there are some.
+    """
+    checked = checked_anchors(anchors) if anchors is not None else {}
     with store.log.snapshot() as cur:
+        own = store_problems(cur)
         in_log = [r for (r,) in cur.execute("SELECT DISTINCT run_id FROM log ORDER BY run_id")]
         listed = {
             r
@@ -465,18 +615,28 @@ def verify_all(
                 "AND NOT EXISTS (SELECT 1 FROM eviction AS e WHERE e.run_id = s.run_id)"
             )
         }
+        retained = set(in_log)
+        vanished = {r for r in checked if r not in retained and store.log.eviction(r, cur) is None}
     sums = Checksums()
-    reports: list[VerifyReport] = []
-    total = len(in_log) + len(listed)
+    reports: list[VerifyReport] = [VerifyReport(None, tuple(own))] if own else []
+    gone = sorted(listed | vanished)
+    total = len(in_log) + len(gone)
+    done = 0
     with ExitStack() as stack:
         refolder = stack.enter_context(RunRefolder()) if projections else None
-        for done, run_id in enumerate(in_log, 1):
+        for run_id in in_log:
             with suppress(RunNotRetained, RunNotFound):  # evicted since the listing: nothing to verify
-                reports.append(verify_run(store, run_id, sums, projections=projections, refolder=refolder))
+                reports.append(
+                    _verify_run(
+                        store, run_id, sums, projections, refolder, checked.get(run_id), with_store=False
+                    )
+                )
+            done += 1
             if progress is not None:
                 progress(done, total)
-    for run_id in sorted(listed):
-        reports.append(VerifyReport(run_id, (_missing(run_id),)))
+    for run_id in gone:
+        reports.append(VerifyReport(run_id, tuple(_vanished(run_id, run_id in listed, checked.get(run_id)))))
+        done += 1
         if progress is not None:
-            progress(len(reports), total)
+            progress(done, total)
     return reports

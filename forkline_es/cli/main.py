@@ -15,7 +15,7 @@ __all__ = ["SECTIONS", "main"]
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
     "Record": ("demo", "import-forkline"),
     "Inspect": ("runs", "show", "step", "log", "export"),
-    "Compare and check": ("diff", "verify"),
+    "Compare and check": ("diff", "verify", "anchors"),
     "Maintain": ("rebuild", "retention", "evict", "gc"),
 }
 
