@@ -361,7 +361,8 @@ class Store:
 
     def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
         """Give the pages freed by eviction back to the file system, and delete artifact
-        files no retained run references (older than ``artifact_grace_seconds``)."""
+        files no retained run references and what killed processes left (staging files,
+        check copies), older than ``artifact_grace_seconds``."""
         return retention.gc(self, artifact_grace_seconds)
 
     def register_consumer(self, name: str, since: Literal["start", "now"] = "start") -> feed.Consumer:

@@ -5,8 +5,13 @@ Each operation validates its arguments, prepares what goes on disk, and appends 
 original seq and writes nothing; a call that contradicts an earlier one under the same
 key is a ``conflict`` and writes nothing, and so is other content under a used artifact
 name or a second, different manifest, whatever the key (``RunState.check_artifact``).
-Files are placed by the append's ``check``, i.e. only once the append is decided, and
-before the event that points at them commits.
+
+A file is staged (written under a temporary name in ``tmp/`` and fsynced) before the
+append, and renamed into place only once its event is in the log: after the commit, after
+a ``run.batch()`` commits, or when the call turns out to repeat one already recorded. So a
+refused call, or one that lost a race to another handle, leaves every file as it was; a
+process killed between the commit and the rename leaves an event whose file is missing
+(verify says so) until the same call is repeated, which places it.
 
 All three are accepted on a concluded run too: outputs are often measured and archived
 after the run ended, and they describe the run without changing its outcome.
@@ -16,10 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from forkline_es.artifacts.manifest import Manifest, build_manifest, capture, manifest_file_bytes
 from forkline_es.artifacts.observations import check_metric
+from forkline_es.artifacts.store import ArtifactFiles, Staged
 from forkline_es.errors import InvalidRequest
 from forkline_es.log.events import ArtifactAdded, ManifestRecorded, Observed, RunStarted
 from forkline_es.recording.state import check_path, check_text
@@ -29,9 +36,23 @@ if TYPE_CHECKING:
 
     from forkline_es.recording.run import Run
 
-__all__ = ["Source", "add_artifact", "observe", "record_manifest"]
+__all__ = ["Placement", "Source", "add_artifact", "observe", "record_manifest"]
 
 Source = bytes | bytearray | memoryview | str | os.PathLike[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A staged file and its folder: ``place()`` once its event is in the log, else ``discard()``."""
+
+    files: ArtifactFiles
+    staged: Staged
+
+    def place(self) -> None:
+        self.files.place(self.staged)
+
+    def discard(self) -> None:
+        self.files.discard(self.staged)  # a no-op once placed
 
 
 def add_artifact(
@@ -59,25 +80,23 @@ def add_artifact(
         raise InvalidRequest(f"an artifact source is bytes or a file path, not {type(source).__name__}")
     files = run._store.artifact_files
     staged = files.stage(source)
-    try:
-        label = name or default_name or staged.sha256
-        event = ArtifactAdded(
-            name=label,
-            path=staged.path,
-            sha256=staged.sha256,
-            size_bytes=staged.size_bytes,
-            kind=kind,
-            content_type=content_type,
-            step=step,
-        )
-
-        def check_and_place() -> None:
-            run._state.check_artifact(label, staged.sha256)
-            files.place(staged)
-
-        return run._append_event(event, key or f"artifact:{label}", (), check_and_place)
-    finally:
-        files.discard(staged)  # a no-op once placed
+    label = name or default_name or staged.sha256
+    event = ArtifactAdded(
+        name=label,
+        path=staged.path,
+        sha256=staged.sha256,
+        size_bytes=staged.size_bytes,
+        kind=kind,
+        content_type=content_type,
+        step=step,
+    )
+    return run._append_event(
+        event,
+        key or f"artifact:{label}",
+        (),
+        lambda: run._state.check_artifact(label, staged.sha256),
+        Placement(files, staged),
+    )
 
 
 def _pins(run: Run) -> dict[str, str] | None:
@@ -93,7 +112,7 @@ def record_manifest(
     key: str | None = None,
     **facts: Any,
 ) -> Manifest:
-    """Capture, merge with ``facts``, digest, write manifest.json, append ``manifest-recorded``."""
+    """Capture, merge with ``facts``, digest, append ``manifest-recorded``, then place manifest.json."""
     from forkline_es import __version__
 
     if isinstance(packages, str):
@@ -108,13 +127,14 @@ def record_manifest(
         complete=manifest.complete,
         path=path,
     )
-    data = manifest_file_bytes(run.id, manifest)
-
-    def check_and_write() -> None:
-        run._state.check_manifest(manifest.digest)
-        files.write(path, data)
-
-    seq = run._append_event(event, key or "manifest", (), check_and_write)
+    staged = files.stage(manifest_file_bytes(run.id, manifest), path)
+    seq = run._append_event(
+        event,
+        key or "manifest",
+        (),
+        lambda: run._state.check_manifest(manifest.digest),
+        Placement(files, staged),
+    )
     return dataclasses.replace(manifest, seq=seq)
 
 

@@ -7,6 +7,12 @@ file is never rewritten in place: new content is written to a temporary file, fs
 and renamed into place (``os.replace`` is atomic on one filesystem), so a reader never
 sees half a file. A run's own folder ``runs/<run>/`` holds its ``manifest.json``.
 
+Nothing inside the folder is reached through a symbolic link: a write refuses one on its
+way (``links``), verify reports one, and the sweeps neither follow nor delete one. The
+folder itself may be a link (an operator's choice of disk). Staging files in ``tmp/``
+that a killed writer left behind are collected by ``sweep_staging`` once they are older
+than gc's grace period.
+
 A ``":memory:"`` store keeps its artifacts in a temporary folder that lives as long as
 the store object (the database itself dies with the process).
 """
@@ -22,13 +28,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from stat import S_ISLNK, S_ISREG
 from typing import IO, Final
 
 from forkline_es.errors import InvalidRequest, StoreError
 
-__all__ = ["ArtifactFiles", "Staged", "file_checksum"]
+__all__ = ["STAGING_PREFIX", "ArtifactFiles", "Staged", "file_checksum"]
 
 _CHUNK: Final = 1 << 20
+#: Staging files in ``tmp/`` start with this; ``sweep_staging`` collects stale ones.
+STAGING_PREFIX: Final = "incoming-"
 _SAFE_RUN: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
 
 
@@ -48,10 +57,20 @@ class Staged:
     sha256: str
     size_bytes: int
     path: str  # where it goes, relative to the root (POSIX separators)
+    addressed: bool = True  # at its content address: an existing file there is kept as is
+
+
+#: What a failed write before the event's commit means for the caller.
+NOTHING_RECORDED: Final = "nothing was recorded (free space or fix the folder's permissions, then retry)"
+#: ... and a failed placement after it (``place`` and ``write`` run once the event committed).
+RECORDED_NOT_PLACED: Final = (
+    "the event is recorded but its file is not in place (free space or fix the folder's "
+    "permissions, then repeat the same call: it places the file)"
+)
 
 
 @contextlib.contextmanager
-def _own_files(root: Path, what: str) -> Iterator[None]:
+def _own_files(root: Path, what: str, outcome: str = NOTHING_RECORDED) -> Iterator[None]:
     """An OS error on the store's own files (a full disk, a read-only folder) as a StoreError.
 
     The source a caller hands in is not ours: failing to read it is ``invalid-request``
@@ -60,10 +79,7 @@ def _own_files(root: Path, what: str) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        raise StoreError(
-            f"{what} under {root}: {e}; nothing was recorded (free space or fix the folder's "
-            "permissions, then retry)"
-        ) from e
+        raise StoreError(f"{what} under {root}: {e}; {outcome}") from e
 
 
 def _chunks(source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> Iterator[bytes]:
@@ -119,6 +135,43 @@ class ArtifactFiles:
     def manifest_path(self, run_id: str) -> str:
         return f"{self.run_folder(run_id)}/manifest.json"
 
+    def link_on(self, relative: str) -> Path | None:
+        """The first symbolic link on the way from the root to ``relative`` (the file itself
+        included), or None. Components that do not exist yet end the walk."""
+        here = self.root
+        for part in PurePosixPath(relative).parts:
+            here = here / part
+            try:
+                mode = os.lstat(here).st_mode
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return None  # unreadable: the write or read that follows says what failed
+            if S_ISLNK(mode):
+                return here
+        return None
+
+    def refuse_links(self, relative: str, recorded: bool = False) -> None:
+        """StoreError naming the link when ``relative`` would be reached through one.
+
+        A link planted inside the folder would send a write (or gc's delete) anywhere the
+        store's user can reach; nothing is written through one. ``recorded``: the call's
+        event already committed (the message then says how to place the file).
+        """
+        link = self.link_on(relative)
+        if link is None:
+            return
+        outcome = (
+            "the event is recorded but its file is not in place: remove the link (and check what "
+            "it points at), then repeat the same call to place it"
+            if recorded
+            else "nothing was recorded: remove the link (and check what it points at), then retry"
+        )
+        raise StoreError(
+            f"{link} is a symbolic link inside the artifact folder {self.root}; the store never "
+            f"writes through one, so {outcome}"
+        )
+
     def resolve(self, relative: str) -> Path | None:
         """The file a recorded relative path names, or None when it would leave the root."""
         p = PurePosixPath(relative)
@@ -129,20 +182,27 @@ class ArtifactFiles:
     # -- writing --------------------------------------------------------------------------
 
     def _temp(self) -> tuple[IO[bytes], Path]:
+        self.refuse_links("tmp")
         tmp = self.root / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=tmp, prefix="incoming-")
+        fd, name = tempfile.mkstemp(dir=tmp, prefix=STAGING_PREFIX)
         return os.fdopen(fd, "wb"), Path(name)
 
-    def stage(self, source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> Staged:
+    def stage(
+        self, source: bytes | bytearray | memoryview | str | os.PathLike[str], path: str | None = None
+    ) -> Staged:
         """Copy ``source`` (bytes, or a file path, streamed) to a fsynced temporary file.
 
-        A source that cannot be read is ``invalid-request``; our copy that cannot be
-        written (or closed: that flushes too) is a StoreError.
+        It goes to its content address, or to ``path`` (a run's ``manifest.json``, replaced
+        when placed). A link on its way is refused here, before anything is recorded. A
+        source that cannot be read is ``invalid-request``; our copy that cannot be written
+        (or closed: that flushes too) is a StoreError.
         """
+        if path is not None:
+            self.refuse_links(path)
         h = hashlib.sha256()
         size = 0
-        with _own_files(self.root, "staging an artifact"):
+        with _own_files(self.root, "staging an artifact" if path is None else f"writing {path}"):
             out, temp = self._temp()
             try:
                 with out:
@@ -156,13 +216,27 @@ class ArtifactFiles:
                 temp.unlink(missing_ok=True)
                 raise
         digest = "sha256:" + h.hexdigest()
-        return Staged(temp, digest, size, self.object_path(digest))
+        if path is not None:
+            return Staged(temp, digest, size, path, addressed=False)
+        staged = Staged(temp, digest, size, self.object_path(digest))
+        try:
+            self.refuse_links(staged.path)
+        except StoreError:
+            self.discard(staged)
+            raise
+        return staged
 
     def place(self, staged: Staged) -> None:
-        """Rename a staged file into its content address (kept as is when already there)."""
+        """Rename a staged file into place, once the event that points at it committed.
+
+        At a content address an existing file is kept as is (same address, same content);
+        a run's ``manifest.json`` is replaced, so a repeat of the call repairs it. Any
+        error here comes after the commit, and says that repeating the call places the file.
+        """
+        self.refuse_links(staged.path, recorded=True)
         target = self.root / staged.path
-        with _own_files(self.root, "placing an artifact"):
-            if target.exists():
+        with _own_files(self.root, f"placing {staged.path}", RECORDED_NOT_PLACED):
+            if staged.addressed and target.exists():
                 staged.temp.unlink(missing_ok=True)  # same address, same content: never rewritten
                 # Touched: an orphan file reused by a new artifact is young again, so a gc
                 # sweeping concurrently keeps it within its grace period (``sweep``).
@@ -180,43 +254,52 @@ class ArtifactFiles:
 
         Content is shared between runs, so eviction cannot delete a run's files; ``gc``
         sweeps what nothing references any more. A file younger than ``grace_seconds`` is
-        kept: an ``add_artifact`` places its file just before its event commits.
-        Returns (files removed, bytes removed).
+        kept: an ``add_artifact`` places (or touches) its file just after its event
+        commits, which a gc reading an earlier snapshot does not see. Symbolic links are
+        neither followed nor deleted. Returns (files removed, bytes removed).
         """
         cutoff = time.time() - grace_seconds
         files = size = 0
         for top in ("objects", "runs"):
             base = self.root / top
-            if not base.is_dir():
+            if base.is_symlink() or not base.is_dir():
                 continue
             for path in sorted(base.rglob("*"), reverse=True):  # children before their folders
                 relative = path.relative_to(self.root).as_posix()
+                if self.link_on(relative) is not None:
+                    continue
                 if path.is_dir():
                     with contextlib.suppress(OSError):
                         path.rmdir()  # only succeeds when empty
                     continue
-                stat = path.stat()
-                if relative in referenced or stat.st_mtime > cutoff:
+                found = path.stat()
+                if relative in referenced or found.st_mtime > cutoff:
                     continue
                 path.unlink(missing_ok=True)
                 files += 1
-                size += stat.st_size
+                size += found.st_size
         return files, size
 
-    def write(self, relative: str, data: bytes) -> None:
-        """Write a small file (a manifest) atomically: temp file, fsync, rename."""
-        target = self.resolve(relative)
-        assert target is not None, relative
-        with _own_files(self.root, f"writing {relative}"):
-            out, temp = self._temp()
+    def sweep_staging(self, grace_seconds: float = 3600.0) -> tuple[int, int]:
+        """Delete staging files in ``tmp/`` older than ``grace_seconds``: a killed
+        ``add_artifact`` or ``record_manifest`` left them (a live one's file is younger,
+        written to while staged and placed right after its commit). Returns (files, bytes)."""
+        tmp = self.root / "tmp"
+        if self.link_on("tmp") is not None or not tmp.is_dir():
+            return 0, 0
+        cutoff = time.time() - grace_seconds
+        files = size = 0
+        for entry in os.scandir(tmp):
+            if not entry.name.startswith(STAGING_PREFIX):
+                continue
             try:
-                with out:
-                    out.write(data)
-                    out.flush()
-                    os.fsync(out.fileno())
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(temp, target)
-            except BaseException:
-                temp.unlink(missing_ok=True)
-                raise
-            _fsync_dir(target.parent)
+                found = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # placed or discarded meanwhile
+            if not S_ISREG(found.st_mode) or found.st_mtime > cutoff:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                files += 1
+                size += found.st_size
+        return files, size

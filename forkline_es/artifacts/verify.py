@@ -6,7 +6,8 @@ What is checked, per run (docs/verify.md says what that proves):
   each ``prev`` equal to the previous row's digest;
 - every payload value still stored against the digest its event's slot records (a value
   removed by retention is not a problem);
-- every artifact file: present, of the recorded size, with the recorded sha256;
+- every artifact file: present, of the recorded size, with the recorded sha256, and not
+  reached through a symbolic link inside the artifact folder (one is reported, not followed);
 - the manifest: its digest recomputed from the recorded facts, and ``manifest.json`` on
   disk byte for byte what the log says it is;
 - when the chain holds: the run's projections against a refold of its rows alone, which
@@ -69,6 +70,10 @@ PROBLEM_KINDS: Final = {
         "its removal (deleted behind the triggers)"
     ),
     "artifact-path": "an artifact's recorded path leaves the artifact folder",
+    "artifact-symlink": (
+        "a symbolic link inside the artifact folder lies on an artifact's or manifest.json's path "
+        "(planted: the store never writes or reads through one)"
+    ),
     "artifact-missing": "an artifact file is gone",
     "artifact-size": "an artifact file has another size than recorded",
     "artifact-checksum": "an artifact file has the recorded size but other content",
@@ -292,6 +297,9 @@ def _artifact_problems(
                 event.path,
             )
         ]
+    link = _link(seq, f"artifact {event.name!r}", event.path, files)
+    if link is not None:
+        return [link]
     found = sums.of(files, event.path)
     if found is None:
         return [
@@ -329,6 +337,20 @@ def _artifact_problems(
     return []
 
 
+def _link(seq: int, what: str, relative: str, files: ArtifactFiles) -> Problem | None:
+    """A planted symbolic link on the file's way: reported, never followed."""
+    link = files.link_on(relative)
+    if link is None:
+        return None
+    return Problem(
+        "artifact-symlink",
+        seq,
+        f"{what} (seq {seq}) is reached through the symbolic link {link}, which verify does not follow",
+        relative,
+        actual=str(link),
+    )
+
+
 def _manifest_problems(run_id: str, seq: int, event: ManifestRecorded, files: ArtifactFiles) -> list[Problem]:
     found: list[Problem] = []
     actual = sha256_digest(canonical_json(event.facts))
@@ -350,6 +372,9 @@ def _manifest_problems(run_id: str, seq: int, event: ManifestRecorded, files: Ar
             Problem("artifact-path", seq, "manifest.json points outside the artifact folder", event.path)
         )
         return found
+    link = _link(seq, "manifest.json", event.path, files)
+    if link is not None:
+        return [*found, link]
     try:
         on_disk = where.read_bytes()
     except OSError:  # gone, or not a readable file any more

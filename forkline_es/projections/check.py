@@ -1,8 +1,12 @@
 """Offline comparison: rebuild the projections into a scratch copy and diff them with the live ones.
 
-The live database is only read (apsw's backup API copies it); the copy is refolded from
-its log and every projection table, plus the projector positions, is compared row by row
-by primary key. An empty list means the live projections are exactly what the log gives.
+The live database is only read: apsw's backup API copies it in one step, i.e. in one read
+transaction, so the copy is one snapshot however many processes write meanwhile. Both
+sides come from that copy: its projection rows are read first (the live side), then it is
+refolded from its log and every projection table, plus the projector positions, is
+compared row by row by primary key. An empty list means the projections were exactly what
+the log gives, at that snapshot; a write committed later is in neither side. The copy
+lives beside the database (``projections.scratch``), where gc finds it if a check is killed.
 
 ``run_differences`` does the same for one run, in memory: a run's projections
 depend on its own events only, so its log rows alone must fold into its live rows.
@@ -12,8 +16,6 @@ folded when it was written (a deleted tail, a run rewritten to its end).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -27,6 +29,7 @@ from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
+from forkline_es.projections.scratch import new_check_copy, remove_check_copy
 from forkline_es.projections.sql import DDL
 
 __all__ = [
@@ -109,11 +112,19 @@ def _keyed(values: Iterable[tuple[int, str, str]]) -> Iterator[tuple[int, int, s
 
 
 def copy_database(source: Connection, target: str) -> Connection:
-    """A consistent copy of ``source`` at ``target`` (a path or ":memory:"), via the backup API."""
+    """A copy of ``source`` at ``target`` (a path or ":memory:"), via the backup API.
+
+    One step copies every page in one read transaction of ``source``: the copy is one
+    snapshot (a backup in several steps restarts whenever another connection writes, and
+    may never finish while one keeps writing).
+    """
     copy = apsw.Connection(target)
-    with copy.backup("main", source, "main") as backup:
-        while not backup.done:
-            backup.step(4096)
+    try:
+        with copy.backup("main", source, "main") as backup:
+            backup.step(-1)
+    except BaseException:
+        copy.close()
+        raise
     return copy
 
 
@@ -122,22 +133,24 @@ def rebuilt_differences(
     tables: Iterable[str],
     rebuild: Callable[[Connection, Progress | None], Any],
     progress: Progress | None = None,
-    scratch_dir: str | None = None,
+    scratch: str = ":memory:",
 ) -> list[str]:
-    """Copy ``conn`` to a scratch file, ``rebuild(copy, progress)`` there, and diff the tables."""
-    fd, path = tempfile.mkstemp(suffix=".db", prefix="forkline-es-check-", dir=scratch_dir)
-    os.close(fd)
+    """Copy ``conn`` to ``scratch`` (one snapshot), read its ``tables``, ``rebuild(copy,
+    progress)`` there, and diff the tables as they were with what the rebuild made."""
+    tables = tuple(tables)
     try:
-        copy = copy_database(conn, path)
+        copy = copy_database(conn, scratch)
         try:
+            live = {table: table_rows(copy, table) for table in tables}
             rebuild(copy, progress)
-            return compare_tables(conn, copy, tables)
+            out: list[str] = []
+            for table in tables:
+                out.extend(_differences(table, live[table], table_rows(copy, table), "the rebuild"))
+            return out
         finally:
             copy.close()
     finally:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            if os.path.exists(path + suffix):
-                os.remove(path + suffix)
+        remove_check_copy(scratch)
 
 
 def _rebuild(copy: Connection, progress: Progress | None) -> None:
@@ -147,7 +160,7 @@ def _rebuild(copy: Connection, progress: Progress | None) -> None:
 def check_projections(conn: Connection, progress: Progress | None = None) -> list[str]:
     """Every difference between the live projections of ``conn`` and a rebuild from its log."""
     tables = (*Projections(EventLog(conn), extra_projectors()).tables, "projector")
-    return rebuilt_differences(conn, tables, _rebuild, progress)
+    return rebuilt_differences(conn, tables, _rebuild, progress, new_check_copy(conn.filename))
 
 
 _LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))

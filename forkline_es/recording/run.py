@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from forkline_es._logging import get_logger
 from forkline_es.artifacts import recording as _artifacts
@@ -60,6 +60,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+class Placement(Protocol):
+    """A staged file an event points at: placed once the event is in the log, else discarded."""
+
+    def place(self) -> None: ...
+
+    def discard(self) -> None: ...
+
+
 def logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
     """Log every refusal as one structured event, then let it propagate unchanged."""
 
@@ -99,6 +107,8 @@ class Run:
         self.last_position: int | None = None
         #: rows checked and folded but not yet committed, inside ``with run.batch():``
         self._batch: list[tuple[NewRow, EventBody]] | None = None
+        #: files the batch's events point at, placed once the batch commits
+        self._batch_files: list[Placement] = []
 
     @property
     def id(self) -> str:
@@ -388,19 +398,22 @@ class Run:
             raise InvalidRequest("batches do not nest: end the open run.batch() first")
         if self._fenced is not None:
             raise Conflict(self._fenced)
-        self._batch = []
+        self._batch, self._batch_files = [], []
         try:
             yield self
         except BaseException:
             self._batch = None
+            self._discard_batch_files()
             self._reload()
             raise
         pending, self._batch = self._batch, None
         if not pending:
+            self._place_batch_files()  # repeats of calls already recorded: repair their files
             return
         try:
             positions = self._store._commit_many(pending)
         except BaseException as e:
+            self._discard_batch_files()
             self._reload()
             if isinstance(e, Conflict) and self._store._log_row(self.id, pending[0][0].seq) is not None:
                 self._fenced = (
@@ -409,6 +422,34 @@ class Run:
                 )
             raise
         self.last_position = positions[-1]
+        self._place_batch_files()
+
+    def _discard_batch_files(self) -> None:
+        files, self._batch_files = self._batch_files, []
+        for placement in files:
+            placement.discard()
+
+    def _place_batch_files(self) -> None:
+        files, self._batch_files = self._batch_files, []
+        try:
+            for placement in files:
+                placement.place()
+        finally:
+            for placement in files:
+                placement.discard()
+
+    def _placed(self, placement: Placement | None) -> None:
+        """The event ``placement``'s file belongs to is in the log: put the file in place
+        (inside a batch, once the batch commits)."""
+        if placement is None:
+            return
+        if self._batch is not None:
+            self._batch_files.append(placement)
+            return
+        try:
+            placement.place()
+        finally:
+            placement.discard()
 
     def _reload(self) -> None:
         """Back to what the log says (after a batch that was not written)."""
@@ -437,8 +478,13 @@ class Run:
         check: Callable[[], Any],
         *,
         generation: int | None = None,
+        placement: Placement | None = None,
     ) -> int:
-        """Return the original seq for a repeated call, else check and append one event."""
+        """Return the original seq for a repeated call, else check and append one event.
+
+        ``placement``: the file the event points at, placed only once the event is in the
+        log (this call's commit, or the original call's when this one repeats it).
+        """
         if self._fenced is not None:
             raise Conflict(self._fenced)
         check_text(key, "an idempotency key")
@@ -449,6 +495,7 @@ class Run:
         if seen is not None:
             if seen[2] != comparable(event, body):
                 raise Conflict(f"a different call was already recorded under idempotency key {key!r}")
+            self._placed(placement)
             return seen[1] if seen[1] is not None else seen[0]
         check()
         kind = kind_of(event)
@@ -473,14 +520,17 @@ class Run:
         if self._batch is not None:
             self._batch.append((row, event))
             state.apply(seq, entry, gen, key, digest, body, event)
+            if placement is not None:
+                self._placed(placement)
             return entry if entry is not None else seq
         try:
             position = self._store._commit(row, event)
         except Conflict:
             if self._adopt_own_commit(row, event, body):
+                self._placed(placement)
                 return entry if entry is not None else seq
             if self._adopt_unacked(row.seq):
-                return self._record(event, key, payloads, check, generation=generation)
+                return self._record(event, key, payloads, check, generation=generation, placement=placement)
             if self._store._log_row(row.run_id, row.seq) is None:
                 raise  # the write lock was not obtained: nothing changed, the handle is current
             self._fenced = (
@@ -494,6 +544,8 @@ class Run:
         self._unacked = None
         self.last_position = position
         state.apply(seq, entry, gen, key, digest, body, event)
+        if placement is not None:  # a file the event points at: only now, once it is in the log
+            self._placed(placement)
         return entry if entry is not None else seq
 
     def _adopt_unacked(self, seq: int) -> bool:
@@ -538,6 +590,15 @@ class Run:
         key: str,
         payloads: Sequence[tuple[str, bytes]] = (),
         check: Callable[[], Any] | None = None,
+        placement: Placement | None = None,
     ) -> int:
-        """Append a non-entry event (artifacts, manifests, observations, Forkline events)."""
-        return self._record(event, key, payloads, check or self._state.check_open)
+        """Append a non-entry event (artifacts, manifests, observations, Forkline events).
+
+        A refused call discards ``placement``'s staged file: nothing of it is placed.
+        """
+        try:
+            return self._record(event, key, payloads, check or self._state.check_open, placement=placement)
+        except BaseException:
+            if placement is not None:
+                placement.discard()
+            raise

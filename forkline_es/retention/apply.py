@@ -22,6 +22,7 @@ from forkline_es.log.connection import Cursor
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.log.schema import payload_ids
+from forkline_es.projections.scratch import sweep_check_copies
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.recording.state import check_text
 from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
@@ -108,6 +109,9 @@ class GcReport:
     file_bytes_after: int | None
     artifact_files_removed: int = 0
     artifact_bytes_removed: int = 0
+    #: what killed processes left (staging files in ``<db>.artifacts/tmp/``, check copies)
+    leftover_files_removed: int = 0
+    leftover_bytes_removed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -418,6 +422,14 @@ def apply_retention(
 # -- giving space back -------------------------------------------------------------------
 
 
+def _sweep_leftovers(store: Store, grace_seconds: float) -> tuple[int, int]:
+    """What killed processes left, older than ``grace_seconds``: staging files of
+    ``add_artifact`` / ``record_manifest`` and scratch copies of ``rebuild --check``."""
+    staged = store.artifact_files.sweep_staging(grace_seconds)
+    copies = sweep_check_copies(store.conn.filename, grace_seconds)  # the absolute path
+    return staged[0] + copies[0], staged[1] + copies[1]
+
+
 def _sizes(store: Store) -> tuple[int, int | None]:
     pages = int(store.conn.execute("PRAGMA page_count").fetchall()[0][0])
     if store.path == ":memory:" or not os.path.exists(store.path):
@@ -446,5 +458,16 @@ def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
         referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}
     files, removed = store.artifact_files.sweep(referenced, artifact_grace_seconds)
+    left_files, left_bytes = _sweep_leftovers(store, artifact_grace_seconds)
     _log.info("gc", pages_before=pages_before, pages_after=pages_after, artifact_files_removed=files)
-    return GcReport(page_size, pages_before, pages_after, bytes_before, bytes_after, files, removed)
+    return GcReport(
+        page_size,
+        pages_before,
+        pages_after,
+        bytes_before,
+        bytes_after,
+        files,
+        removed,
+        leftover_files_removed=left_files,
+        leftover_bytes_removed=left_bytes,
+    )

@@ -255,20 +255,33 @@ def _failing_rename(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "replace", replace)
 
 
-def test_an_artifact_whose_file_cannot_be_placed_is_not_recorded(
+def test_a_file_that_cannot_be_placed_after_its_commit_is_placed_by_a_repeat(
     store: fe.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The file goes in place before its event commits: an event never points at nothing."""
+    """Files are placed once their event committed (a refused call must leave every file as
+    it was): a failed rename then says the event is recorded, and repeating the call places it."""
     run = store.start_run("wf")
     before = log_rows(store)
-    _failing_rename(monkeypatch)
-    with pytest.raises(fe.StoreError, match=r"placing an artifact under .*No space left on device"):
-        run.add_artifact(b"no room", "trace", name="t")
-    with pytest.raises(fe.StoreError, match=r"writing runs/.*/manifest\.json under .*No space left"):
-        run.record_manifest(config={})
-    assert log_rows(store) == before
-    record = store.get_run_record(run.id)
-    assert "x-artifacts" not in record and "x-manifest" not in record
+    with monkeypatch.context() as patched:
+        _failing_rename(patched)
+        with pytest.raises(
+            fe.StoreError, match=r"placing objects/.* under .*No space left on device.*repeat"
+        ):
+            run.add_artifact(b"no room", "trace", name="t")
+        with pytest.raises(
+            fe.StoreError, match=r"placing runs/.*/manifest\.json under .*No space left.*repeat"
+        ):
+            run.record_manifest(config={})
+    assert log_rows(store) == before + 2
+    assert sorted(p.kind for p in store.verify_run(run.id).problems) == [
+        "artifact-missing",
+        "manifest-file-missing",
+    ]
+    assert run.add_artifact(b"no room", "trace", name="t") == before + 1
+    run.record_manifest(config={})
+    assert log_rows(store) == before + 2
+    assert store.verify_run(run.id).ok
+    assert not list((store.artifact_files.root / "tmp").iterdir())
 
 
 def test_a_full_disk_while_staging_is_the_store_s_error_not_the_source_s(
