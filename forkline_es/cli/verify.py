@@ -1,7 +1,8 @@
 """`forkline-es verify RUN` / `forkline-es verify --all`: re-check history and artifact files.
 
-Exit 0 when everything verifies, 1 when any problem is found, 2 on a refusal (an unknown
-run, or neither/both of RUN and --all). Nothing is ever repaired.
+Exit 0 when everything verifies, 1 when any problem is found (a damaged file included), 2
+on a refusal (an unknown run, or neither/both of RUN and --all). Nothing is ever repaired
+or written: the database is opened read-only.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from forkline_es.cli._common import (
     echo_json,
     fail,
     json_option,
-    open_for_read,
+    open_read_only,
     refusals,
 )
 
@@ -87,12 +88,13 @@ def verify(run_id: str | None, every: bool, skip_projections: bool, db: str, as_
     """Re-check RUN's hash chain, payload values, artifact files and manifest, and its
     projections against a refold of its rows (or --all runs).
 
-    Exits 1 when anything does not match what was recorded; never repairs anything.
+    Exits 1 when anything does not match what was recorded, or the file is damaged; never
+    repairs anything, and opens the database read-only.
     """
     if (run_id is None) == (not every):
         fail("give one RUN, or --all (not both); `forkline-es runs` lists the runs")
-    store = open_for_read(db)
-    with store, refusals():
+    store = open_read_only(db, damaged=EXIT_DIFFERENCE)
+    with store, refusals(damaged=EXIT_DIFFERENCE):
         if run_id is not None:
             report = store.verify_run(run_id, projections=not skip_projections)
             if as_json:
