@@ -15,6 +15,7 @@ from forkline_es.errors import (
     RunNotFound,
     RunNotRetained,
     StepNotFound,
+    StoreDamaged,
     StoreError,
 )
 from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive
@@ -63,6 +64,7 @@ __all__ = [
     "Sensitive",
     "StepNotFound",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "Timestamp",
     "VerifyReport",

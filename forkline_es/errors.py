@@ -19,6 +19,7 @@ __all__ = [
     "RunNotFound",
     "RunNotRetained",
     "StepNotFound",
+    "StoreDamaged",
     "StoreError",
 ]
 
@@ -33,6 +34,15 @@ class StoreError(ForklineError):
 
     Nothing of the call is recorded: a file is refused before anything is written, and a
     failed write rolls back.
+    """
+
+
+class StoreDamaged(StoreError):
+    """SQLite found the file damaged: a malformed page, or a header it cannot use.
+
+    ``verify`` reports it as a problem found (exit 1), not a refusal. A copy of the file
+    from before the damage is what to restore; ``sqlite3 FILE 'PRAGMA integrity_check'``
+    says where the damage is.
     """
 
 

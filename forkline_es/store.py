@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from forkline_es import __version__
 from forkline_es._logging import get_logger
@@ -27,7 +27,7 @@ from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
-from forkline_es.log.connection import Connection, Cursor, Durability, open_connection
+from forkline_es.log.connection import Connection, Cursor, Durability, open_connection, open_read_only
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
 from forkline_es.log.rows import LogRow, NewRow
@@ -49,6 +49,20 @@ __all__ = ["Store"]
 _log = get_logger("forkline_es.store")
 
 IsSensitive = Callable[[Any], bool]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _writes(method: F) -> F:
+    """A Store method that writes: refused on a store opened read-only, before it does anything."""
+
+    @functools.wraps(method)
+    def guarded(self: Store, *args: Any, **kwargs: Any) -> Any:
+        if self.log.read_only:
+            self.log.refuse_write(method.__name__)
+        return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
 
 
 def environment() -> dict[str, str]:
@@ -106,17 +120,24 @@ class Store:
         path: str | os.PathLike[str] = "runs.db",
         durability: Durability = "normal",
         redaction: RedactionPolicy | None = None,
+        *,
+        read_only: bool = False,
     ) -> Store:
         """Open or create a store; refuses foreign or newer files with StoreError, untouched.
 
         ``redaction``: a ``RedactionPolicy``; a payload it finds sensitive is recorded as
         ``withheld`` and never reaches the disk. A runs.db that Forkline itself wrote is
         refused with the two commands that import it.
+
+        ``read_only``: open an existing store and write nothing, on a read-only file, folder
+        or mount too; every write call raises StoreError (docs/records.md, "Reading a copy").
         """
+        if type(read_only) is not bool:
+            raise InvalidRequest(f"read_only must be True or False, not {read_only!r}")
         if redaction is not None:
             checked_policy(redaction, "redaction")  # before the file is created
         try:
-            conn = open_connection(path, durability)
+            conn = open_read_only(path) if read_only else open_connection(path, durability)
         except StoreError as e:
             # compat builds on the store, so it is imported here, where a refusal needs it
             from forkline_es.compat.views import import_hint, written_by_forkline
@@ -124,13 +145,19 @@ class Store:
             if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
-        store = cls(conn, os.fspath(path), redaction, reopen=lambda: open_connection(path, durability))
+        reopen = (lambda: open_read_only(path)) if read_only else (lambda: open_connection(path, durability))
+        store = cls(conn, os.fspath(path), redaction, reopen=reopen)
         try:
             store.projections.ensure()
         except BaseException:
             store.log.close()
             raise
         return store
+
+    @property
+    def read_only(self) -> bool:
+        """Opened with ``read_only=True``: every write call raises StoreError."""
+        return self.log.read_only
 
     @property
     def conn(self) -> Connection:
@@ -151,6 +178,7 @@ class Store:
     # -- recording -------------------------------------------------------------------------
 
     @logged_refusals
+    @_writes
     def start_run(
         self,
         workflow: str,
@@ -224,6 +252,7 @@ class Store:
                 )
         return dict(pins)
 
+    @_writes
     def resume_run(self, run_id: str) -> Run:
         """A handle at the run's current state and generation, from any process."""
         check_text(run_id, "run_id")
@@ -283,6 +312,7 @@ class Store:
         """Canonical JSON bytes of the run record document."""
         return operations.export_run_record(self, run_id)
 
+    @_writes
     def rebuild_projections(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Drop and refold every projection from the log; returns the events folded."""
         return self.projections.rebuild(progress)
@@ -328,6 +358,7 @@ class Store:
 
     # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
 
+    @_writes
     def apply_retention(
         self,
         policy: RetentionPolicy,
@@ -338,12 +369,14 @@ class Store:
         """Evict and reduce completed runs as ``policy`` says; one transaction per run."""
         return retention.apply_retention(self, policy, now, dry_run, progress)
 
+    @_writes
     def evict_run(
         self, run_id: str, reason: str, policy: str | None = None, force: bool = False
     ) -> retention.EvictedRun:
         """Record the run's eviction, then delete its events, values and projection rows."""
         return retention.evict_run(self, run_id, reason, policy, force)
 
+    @_writes
     def remove_payloads(
         self, run_id: str, classes: Iterable[str] | None = None, reason: str | None = None
     ) -> tuple[tuple[int, str], ...]:
@@ -351,6 +384,7 @@ class Store:
         wanted = RetentionPolicy(drop_payloads_after="0s", payload_classes=classes).payload_classes
         return retention.remove_payloads(self, run_id, wanted, "manual", reason)
 
+    @_writes
     def purge_tombstones(self, older_than: timedelta | str, now: datetime | None = None) -> int:
         """Delete eviction records older than ``older_than``; then run-not-found is permitted."""
         return retention.purge_tombstones(self, older_than, now)
@@ -359,16 +393,19 @@ class Store:
         """The eviction records (tombstones) still kept."""
         return retention.evictions(self)
 
+    @_writes
     def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
         """Give the pages freed by eviction back to the file system, and delete artifact
         files no retained run references and what killed processes left (staging files,
         check copies), older than ``artifact_grace_seconds``."""
         return retention.gc(self, artifact_grace_seconds)
 
+    @_writes
     def register_consumer(self, name: str, since: Literal["start", "now"] = "start") -> feed.Consumer:
         """A named checkpoint on the completion feed; protects unacknowledged runs from eviction."""
         return feed.register_consumer(self, name, since)
 
+    @_writes
     def unregister_consumer(self, name: str) -> bool:
         return feed.unregister_consumer(self, name)
 
@@ -381,6 +418,7 @@ class Store:
         """Runs that concluded after the consumer's checkpoint (or ``after``), in log order."""
         return feed.completions(self, consumer, after, limit)
 
+    @_writes
     def acknowledge(self, consumer: str, position: int) -> feed.Consumer:
         """Move the consumer's checkpoint forward to ``position`` (a completion's position)."""
         return feed.acknowledge(self, consumer, position)

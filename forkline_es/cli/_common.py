@@ -1,7 +1,8 @@
 """What every command shares: --db and --json, opening a store, rendering, exit codes.
 
 Exit status (api.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
-error or a refusal (its code is printed). A read command never creates a database.
+error or a refusal (its code is printed). A read command opens its database read-only
+(``open_read_only``): it never creates, migrates or changes one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import apsw
 import click
 import msgspec
 
-from forkline_es.errors import RecordError, StoreError
+from forkline_es.errors import RecordError, StoreDamaged, StoreError
 from forkline_es.log.eventlog import translate
 from forkline_es.store import Store
 
@@ -30,6 +31,7 @@ __all__ = [
     "json_option",
     "open_for_read",
     "open_for_write",
+    "open_read_only",
     "print_table",
     "refusals",
 ]
@@ -64,20 +66,24 @@ def fail(message: str, code: int = EXIT_REFUSED) -> None:
 
 
 @contextmanager
-def refusals() -> Iterator[None]:
-    """Map the library's errors to a message that says what to do, and exit status 2."""
+def refusals(damaged: int = EXIT_REFUSED) -> Iterator[None]:
+    """Map the library's errors to a message that says what to do, and exit status 2
+    (``damaged`` for a damaged file: ``verify`` counts it as a problem found)."""
     try:
         yield
     except RecordError as e:
         fail(f"{e.code}: {e.message}")
+    except StoreDamaged as e:
+        fail(str(e), damaged)
     except StoreError as e:
         fail(str(e))
     except apsw.Error as e:  # met outside the log's own transactions, which translate theirs
-        fail(str(translate(e, "read")))
+        error = translate(e, "read")
+        fail(str(error), damaged if isinstance(error, StoreDamaged) else EXIT_REFUSED)
 
 
-def open_for_read(db: str) -> Store:
-    """Open an existing database; a missing one is an error that suggests the demo.
+def _refuse_missing(db: str) -> None:
+    """A missing database is an error that suggests the demo.
 
     An empty file counts as missing: SQLite would take it for an empty database, and
     opening it would write a schema into it, which a read never does.
@@ -85,6 +91,24 @@ def open_for_read(db: str) -> Store:
     if not os.path.exists(db) or os.path.getsize(db) == 0:
         what = "an empty file" if os.path.exists(db) else "no database"
         fail(f"{what} at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
+
+
+def open_read_only(db: str, damaged: int = EXIT_REFUSED) -> Store:
+    """Open an existing database for a read command (``runs``, ``show``, ``verify``, ...).
+
+    Read-only: nothing is created, migrated or written, so a read-only file, folder or
+    mount reads too. ``damaged``: the exit status for a damaged file.
+    """
+    _refuse_missing(db)
+    with refusals(damaged):
+        return Store.open(db, read_only=True)
+    raise AssertionError("unreachable")
+
+
+def open_for_read(db: str) -> Store:
+    """Open an existing database to change it (``rebuild``, ``evict``, ...); a missing one is
+    an error that suggests the demo. Read commands use ``open_read_only``."""
+    _refuse_missing(db)
     return open_for_write(db)
 
 

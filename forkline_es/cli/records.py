@@ -20,6 +20,7 @@ from forkline_es.cli._common import (
     json_option,
     one_line,
     open_for_read,
+    open_read_only,
     print_table,
     refusals,
 )
@@ -76,7 +77,7 @@ def _progress_bar() -> Iterator[Progress | None]:
 @json_option
 def runs(workflow: str | None, db: str, as_json: bool) -> None:
     """List every retained run (summaries, no payloads)."""
-    with open_for_read(db) as store, refusals():
+    with open_read_only(db) as store, refusals():
         listed = store.list_runs(workflow)
     if as_json:
         return echo_json(listed)
@@ -95,7 +96,7 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     Text: summary, steps, payloads and entries, then the events a RunRecorder logged (they are
     not entries of the document). --json prints the document alone.
     """
-    with open_for_read(db) as store, refusals(), store.log.snapshot():
+    with open_read_only(db) as store, refusals(), store.log.snapshot():
         doc = store.get_run_record(run_id)
         # Forkline's inspect script shows a run "with events"; they are not entries of the
         # document, so the tables add them (from the same snapshot) and --json leaves them out.
@@ -155,7 +156,7 @@ def _print_timeline(doc: dict[str, Any]) -> None:
 @json_option
 def step(run_id: str, path: str, db: str, as_json: bool) -> None:
     """Show the step record at PATH in RUN, with its payload inventory."""
-    with open_for_read(db) as store, refusals():
+    with open_read_only(db) as store, refusals():
         record = store.get_step_record(run_id, path)
     if as_json:
         return echo_json(record)
@@ -173,7 +174,7 @@ def step(run_id: str, path: str, db: str, as_json: bool) -> None:
 @json_option
 def log_(run_id: str, db: str, as_json: bool) -> None:
     """Print RUN's raw log events in order (payload values stay in the payload table)."""
-    with open_for_read(db) as store, refusals():
+    with open_read_only(db) as store, refusals():
         events = log_events(store, run_id)
     if as_json:
         return echo_json(events)

@@ -13,7 +13,7 @@ from forkline_es.cli._common import (
     echo_json,
     fail,
     json_option,
-    open_for_read,
+    open_read_only,
     refusals,
 )
 from forkline_es.replay import DEFAULT_WINDOW, RunDiff, diff_documents, diff_runs, load_baseline
@@ -54,7 +54,7 @@ def diff(
     if len(runs) != wanted:
         usage = "diff --baseline FILE RUN" if baseline else "diff A B (or diff --baseline FILE RUN)"
         fail(f"expected {wanted} run id(s), got {len(runs)}; usage: forkline-es {usage}")
-    store = open_for_read(db)
+    store = open_read_only(db)
     with store, refusals():
         if baseline:
             result = diff_documents(
@@ -89,7 +89,7 @@ def export(run: str, as_baseline: bool, db: str, as_json: bool) -> None:
     document's digest); a terminal gets a final newline too. The output is JSON either
     way; --json is accepted like on every read command.
     """
-    store = open_for_read(db)
+    store = open_read_only(db)
     with store, refusals():
         data = export_baseline(store, run) if as_baseline else store.export_run_record(run)
     click.echo(data, nl=sys.stdout.isatty())  # bytes go to the binary stream as they are

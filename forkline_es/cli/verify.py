@@ -1,8 +1,9 @@
 """`forkline-es verify RUN` / `forkline-es verify --all`: re-check history and artifact files;
 `forkline-es anchors`: the digests to keep elsewhere and give back to `verify --anchors`.
 
-Exit 0 when everything verifies, 1 when any problem is found, 2 on a refusal (an unknown
-run, a malformed anchors file, or neither/both of RUN and --all). Nothing is ever repaired.
+Exit 0 when everything verifies, 1 when any problem is found (a damaged file included), 2
+on a refusal (an unknown run, a malformed anchors file, or neither/both of RUN and --all).
+Nothing is ever repaired or written: the database is opened read-only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from forkline_es.cli._common import (
     echo_json,
     fail,
     json_option,
-    open_for_read,
+    open_read_only,
     refusals,
 )
 from forkline_es.errors import InvalidRequest
@@ -116,14 +117,15 @@ def verify(
     """Re-check RUN's hash chain, payload values, artifact files and manifest, its projections
     against a refold of its rows, and the log's triggers (or --all runs).
 
-    Exits 1 when anything does not match what was recorded; never repairs anything.
+    Exits 1 when anything does not match what was recorded, or the file is damaged; never
+    repairs anything, and opens the database read-only.
     """
     if (run_id is None) == (not every):
         fail("give one RUN, or --all (not both); `forkline-es runs` lists the runs")
     with refusals():
         anchors = _read_anchors(anchors_file) if anchors_file is not None else None
-    store = open_for_read(db)
-    with store, refusals():
+    store = open_read_only(db, damaged=EXIT_DIFFERENCE)
+    with store, refusals(damaged=EXIT_DIFFERENCE):
         if run_id is not None:
             report = store.verify_run(run_id, anchors, projections=not skip_projections)
             if as_json:
@@ -168,7 +170,7 @@ def anchors(db: str, as_json: bool) -> None:
     Kept elsewhere (another system, a signed copy), it lets `verify --anchors FILE` report
     any run rewritten at or before its anchor.
     """
-    store = open_for_read(db)
+    store = open_read_only(db)
     with store, refusals():
         taken = store.anchors()
     click.echo(canonical_json(taken).decode())

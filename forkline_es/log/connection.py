@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
@@ -17,10 +18,19 @@ from typing import Any, Final, Literal, TypeAlias
 import apsw
 
 from forkline_es._logging import get_logger
-from forkline_es.errors import StoreError
+from forkline_es.errors import StoreDamaged, StoreError
+from forkline_es.log import frozen
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["BUSY_TIMEOUT_MS", "Connection", "Cursor", "Durability", "checkpoint_frames", "open_connection"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "Connection",
+    "Cursor",
+    "Durability",
+    "checkpoint_frames",
+    "open_connection",
+    "open_read_only",
+]
 
 #: apsw handles as seen by the rest of the package. apsw's stubs type every column as a
 #: union of SQLite values; the schema, not the driver, says what a column holds.
@@ -105,6 +115,11 @@ _SETUP: Final[tuple[Callable[[Connection, Durability], None], ...]] = (
 )
 
 
+def _damaged(error: apsw.Error) -> bool:
+    """Did SQLite find the file damaged (a malformed page, a header it cannot use)?"""
+    return isinstance(error, apsw.CorruptError | apsw.NotADBError)
+
+
 def _refuse_foreign_file(path: str) -> None:
     """Refuse a file that is not SQLite by its header, without opening it for writing."""
     if path == ":memory:" or not os.path.exists(path):
@@ -132,10 +147,11 @@ def _inspect(conn: Connection, path: str) -> tuple[int, int, int]:
     """(application_id, user_version, number of schema objects) of one snapshot, read-only."""
     try:
         ((app_id, version, objects),) = conn.execute(_INSPECT).fetchall()
-    except apsw.NotADBError as e:
-        raise StoreError(f"{path} is not a SQLite database: {e}") from None
+    except apsw.NotADBError as e:  # its header said SQLite (_refuse_foreign_file): damaged
+        raise StoreDamaged(f"{path} is not a SQLite database: {e}") from None
     except apsw.Error as e:
-        raise StoreError(f"{path} cannot be read as a SQLite database: {e}") from None
+        kind = StoreDamaged if _damaged(e) else StoreError
+        raise kind(f"{path} cannot be read as a SQLite database: {e}") from None
     return int(app_id), int(version), int(objects)
 
 
@@ -258,7 +274,111 @@ def open_connection(
             _migrate(conn, spath, version)
     except apsw.Error as e:  # a damaged file (CorruptError, NotADBError), a full disk, ...
         conn.close()
-        raise StoreError(f"cannot open {spath}: {e}") from None
+        raise (StoreDamaged if _damaged(e) else StoreError)(f"cannot open {spath}: {e}") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+# -- read-only ---------------------------------------------------------------------------
+
+
+def _read_only_mount(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _frozen(path: str) -> bool:
+    """Can nobody write ``path``? The file has no write permission for anyone (a kept copy:
+    ``chmod a-w``; only a process that ignores permissions, such as root's, could still
+    write it), or it is on a read-only mount with no ``-shm`` beside it: a WAL writer always
+    has one, and may be writing through another mount of the same files."""
+    if os.stat(path).st_mode & 0o222 == 0:
+        return True
+    return _read_only_mount(path) and not os.path.exists(path + "-shm")
+
+
+def _connect_read_only(path: str) -> Connection:
+    """A connection that cannot write the database, chosen so that it writes nothing beside it.
+
+    - A file others may write: SQLite's read-only mode, which reads one consistent snapshot
+      however many processes write meanwhile. It needs ``-wal`` and ``-shm`` beside the file
+      and creates them when they are missing and the folder lets it (they hold no data; the
+      next writer uses them); on a read-only mount it reads an existing ``-shm`` read-only.
+    - A frozen file (``_frozen``) with no WAL content: ``immutable=1``, no locks, no files.
+    - A frozen file whose ``-wal`` holds commits: the WAL index in memory (``log.frozen``).
+    """
+    if not _frozen(path):
+        return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    wal = path + "-wal"
+    if not os.path.exists(wal) or os.path.getsize(wal) == 0:
+        uri = "file:" + urllib.request.pathname2url(os.path.abspath(path)) + "?immutable=1"
+        return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY, vfs=frozen.register())
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")  # before the first read: no -shm
+    return conn
+
+
+def _cannot_read(path: str, error: apsw.Error) -> StoreError:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(path, os.R_OK):
+        return StoreError(f"cannot read {path}: you have no read permission on it")
+    if isinstance(error, apsw.CantOpenError) and not os.access(folder, os.W_OK):
+        return StoreError(
+            f"cannot read {path} read-only: another process may write it, and SQLite reads such "
+            f"a file only with {path}-wal and -shm beside it, which {folder} does not let it "
+            "create; read it as a user who may write that folder, or read a frozen copy "
+            "(a copy without write permission: `chmod a-w COPY`)"
+        )
+    return StoreError(f"cannot read {path}: {error}")
+
+
+def open_read_only(path: str | os.PathLike[str], busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
+    """Open an existing forkline_es database that this connection never writes.
+
+    Nothing is created, migrated or checkpointed (``_connect_read_only`` says which files
+    SQLite itself may need). A file of an older schema is refused: reading it needs its
+    migration, which writes.
+    """
+    spath = os.fspath(path)
+    if spath in ("", ":memory:") or spath.startswith("file::memory:"):
+        raise StoreError(f"a read-only store reads an existing database file, and {spath!r} is not one")
+    if not os.path.exists(spath) or (os.path.isfile(spath) and os.path.getsize(spath) == 0):
+        what = "an empty file" if os.path.exists(spath) else "no database"
+        raise StoreError(f"{what} at {spath}; a read-only open never creates one")
+    _refuse_foreign_file(spath)
+    try:
+        conn = _connect_read_only(spath)
+    except apsw.Error as e:
+        raise _cannot_read(spath, e) from None
+    try:
+        conn.set_busy_handler(_busy_waiter(busy_timeout_ms))  # a writer may be recovering it
+        try:  # SQLite opens the file at the first read: see whether it can
+            conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+        except apsw.CantOpenError as e:
+            raise _cannot_read(spath, e) from None
+        except apsw.Error:
+            pass  # _inspect says what the file is
+        app_id, version, objects = _inspect(conn, spath)
+        _judge(spath, app_id, version, objects)
+        if objects == 0:
+            raise StoreError(f"{spath} is an empty SQLite database, not a forkline_es store")
+        if version < SCHEMA_VERSION:
+            raise StoreError(
+                f"{spath} has forkline_es schema version {version}, older than this forkline_es "
+                f"reads ({SCHEMA_VERSION}), and a read-only open does not migrate it: open it "
+                f"read-write once (fe.Store.open(path).close()); to keep this file as it is, "
+                "migrate a copy"
+            )
+        _no_double_quoted_strings(conn, "normal")
+        _foreign_keys(conn, "normal")
+        _cache(conn, "normal")  # the page cache, and temporary tables in memory
+    except apsw.Error as e:  # a damaged file (CorruptError), an I/O error, ...
+        conn.close()
+        raise (StoreDamaged if _damaged(e) else StoreError)(f"cannot read {spath}: {e}") from None
     except BaseException:
         conn.close()
         raise

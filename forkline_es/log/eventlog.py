@@ -17,7 +17,7 @@ import apsw
 import msgspec
 
 from forkline_es._logging import get_logger
-from forkline_es.errors import Conflict, ForklineError, StoreError
+from forkline_es.errors import Conflict, ForklineError, StoreDamaged, StoreError
 from forkline_es.log.connection import Connection, Cursor
 from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
 from forkline_es.log.schema import END_OF_LOG, SLOTS_PER_EVENT, payload_ids
@@ -49,7 +49,7 @@ def translate(error: apsw.Error, what: str) -> ForklineError:
     if isinstance(error, apsw.ConstraintError):
         return StoreError(f"{what}: {error} (the log refused the write; nothing was written)")
     if isinstance(error, apsw.CorruptError | apsw.NotADBError):
-        return StoreError(
+        return StoreDamaged(
             f"{what}: {error}: the file is damaged; `sqlite3 FILE 'PRAGMA integrity_check'` says "
             "where, and a copy of it is what to restore"
         )
@@ -73,6 +73,15 @@ class EventLog:
         self.conn = conn
         self._reopen = reopen
         self._wal = WalWatch(conn.filename) if reopen is not None else None
+        #: Opened read-only (``connection.open_read_only``): every write is refused here,
+        #: before SQLite would refuse it.
+        self.read_only: bool = bool(conn.readonly("main"))
+
+    def refuse_write(self, what: str) -> None:
+        raise StoreError(
+            f"{what}: {self.conn.filename} was opened read-only (read_only=True), which writes "
+            "nothing; open it with fe.Store.open(path) to record, retain or collect"
+        )
 
     def connection(self) -> Connection:
         """The live connection, replaced first if its WAL was deleted under it."""
@@ -104,6 +113,8 @@ class EventLog:
         ``then(cursor, positions)`` runs inside the same transaction; if it raises,
         nothing of the batch is kept.
         """
+        if self.read_only:
+            self.refuse_write("append")
         cur = self.connection().cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
@@ -158,6 +169,8 @@ class EventLog:
     @contextmanager
     def transaction(self, what: str) -> Iterator[Cursor]:
         """A write transaction for the rare paths (retention, rebuild): BEGIN IMMEDIATE."""
+        if self.read_only:
+            self.refuse_write(what)
         cur = self.connection().cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")

@@ -18,14 +18,19 @@ names, so it never sees pending writes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Final, Protocol, get_args
 
+import apsw
+
 from forkline_es._gc import gc_paused
 from forkline_es._logging import get_logger
+from forkline_es.errors import StoreError
 from forkline_es.log.connection import Cursor
-from forkline_es.log.eventlog import EventLog
+from forkline_es.log.eventlog import EventLog, translate
 from forkline_es.log.events import (
     ENTRY_KINDS,
     EventBody,
@@ -61,6 +66,23 @@ class Projector(Protocol):
     events: tuple[type[EventBody], ...]
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None: ...
+
+
+_CREATE: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
+_NAMED: Final = re.compile(
+    r"\b(CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+(?:TABLE|VIEW|INDEX))\s+(IF\s+(?:NOT\s+)?EXISTS\s+)?(\w+)\b",
+    re.IGNORECASE,
+)
+
+
+def _in_temp(ddl: str) -> str:
+    """A projection's DDL (tables, views, indexes and their drops) in the ``temp`` schema."""
+    ddl = _CREATE.sub(lambda m: f"CREATE TEMP {m[1]} ", ddl)
+    return _NAMED.sub(lambda m: f"{m[1]} {m[2] or ''}temp.{m[3]}", ddl)
+
+
+def _in_temp_schema(cur: Cursor, table: str) -> bool:
+    return bool(cur.execute("SELECT 1 FROM temp.sqlite_schema WHERE name = ?", (table,)).fetchall())
 
 
 #: The event types ``Projections.apply`` does more for than note the run's seq.
@@ -152,6 +174,9 @@ class Projections:
         """
         if not self._outdated() and self._lagging() is None:
             return
+        if self.log.read_only:
+            self._fold_privately()
+            return
         with self.log.transaction("catch up projections") as cur:
             if self._outdated():
                 _log.info("projections_outdated", wanted=self.versions)
@@ -164,6 +189,32 @@ class Projections:
                 self.apply(cur, row, row.event())
             self.persist.mark_live(cur)
             _log.info("projections_caught_up", after=folded)
+
+    def _fold_privately(self) -> None:
+        """A read-only store whose projections are behind the log or of another version: fold
+        the whole log into TEMP tables of the same names, which every later statement of this
+        connection reads instead (SQLite resolves an unqualified name in ``temp`` first).
+
+        The records are then exactly what a rebuild would give, and the file is not written;
+        they are as of this fold: appends another process makes later are not folded.
+        """
+        cur = self.log.connection().cursor()
+        cur.execute("BEGIN")  # one snapshot of the log; writes go to the temp schema only
+        try:
+            for ddl in (DDL, *(p.ddl for p in self.extra)):
+                cur.execute(_in_temp(ddl))
+            missing = [t for t in self.tables if not _in_temp_schema(cur, t)]
+            if missing:
+                raise StoreError(f"cannot fold a read-only store's projections privately: {missing}")
+            folded = self._fold_all(cur)
+            cur.execute("COMMIT")
+        except BaseException as e:
+            with suppress(apsw.Error):
+                cur.execute("ROLLBACK")
+            if isinstance(e, apsw.Error):
+                raise translate(e, "fold projections") from None
+            raise
+        _log.warning("projections_folded_privately", events=folded, wanted=self.versions)
 
     def _outdated(self) -> bool:
         stored = dict(self.log.conn.execute("SELECT name, version FROM projector").fetchall())
@@ -277,9 +328,6 @@ class Projections:
         return folded
 
     def _refold(self, cur: Cursor, progress: Progress | None = None) -> int:
-        self._cache.clear()
-        total = self.log.end_position()  # evicted rows at the top were folded too
-        folded = 0
         for table in self.tables:
             cur.execute(f"DROP TABLE IF EXISTS {table}")
         cur.execute(DDL)
@@ -288,6 +336,13 @@ class Projections:
         cur.execute("DELETE FROM projector")
         for name, version in self.versions.items():
             cur.execute("INSERT INTO projector (name, version) VALUES (?, ?)", (name, version))  # live
+        return self._fold_all(cur, progress)
+
+    def _fold_all(self, cur: Cursor, progress: Progress | None = None) -> int:
+        """Fold the whole log into the (empty) projection tables ``cur`` writes."""
+        self._cache.clear()
+        total = self.log.end_position()  # evicted rows at the top were folded too
+        folded = 0
         self._pending = behind = _WriteBehind()
         try:
             for row in self.log.read_from(0, _READ_BATCH):
