@@ -22,6 +22,7 @@ from forkline_es.cli._common import (
     json_option,
     open_for_read,
     refusals,
+    say,
 )
 
 __all__ = ["COMMANDS"]
@@ -63,12 +64,12 @@ def _render(report: VerifyReport) -> None:
         what = [_plural(report.events, "event"), _plural(report.artifacts, "artifact")]
         if report.manifests:
             what.append("manifest")
-        click.echo(f"run {report.run_id}: ok ({', '.join(what)})")
+        say(f"run {report.run_id}: ok ({', '.join(what)})")
         return
-    click.echo(f"run {report.run_id}: {_plural(len(report.problems), 'problem')}")
+    say(f"run {report.run_id}: {_plural(len(report.problems), 'problem')}")
     for p in report.problems:
         where = f"seq {p.seq}" if p.seq is not None else "run"
-        click.echo(f"  {where}  {p.kind}  {p.message}")
+        say(f"  {where}  {p.kind}  {p.message}")
 
 
 @click.command()
