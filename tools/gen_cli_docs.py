@@ -30,6 +30,20 @@ refusal (the refusal code is printed). A read command never creates a database: 
 file is missing it says so and suggests `forkline-es demo`. It opens the database read-only,
 so it changes no file and works on a read-only file, folder or mount (docs/records.md,
 "Reading a copy").
+
+Recorded text (run ids, workflow names, names, codes, reasons, operations, paths, payload
+values, artifact and metric names, and error messages that quote any of them) never drives
+the terminal. Every command shows it with each control character escaped, on a terminal and
+piped alike: tab, newline and carriage return as `\\t`, `\\n`, `\\r`; every other C0
+character, DEL and C1 (U+0080-U+009F) as `\\xNN` (`\\x1b`, `\\x7f`, `\\x9b`). Piped
+(tab-separated) tables also write a backslash as `\\\\`, so every cell reads back exactly;
+elsewhere a backslash is shown as recorded. On a terminal, recorded text is never read as
+rich markup: `[bold]` or `[link=...]` is shown as written, and no link is made. The only
+escape sequences the CLI writes are its own: SGR styling, and a progress bar's cursor
+movements on stderr when stderr is a terminal.
+`--json` prints exact JSON whose strings escape every control character, DEL and C1
+included (`\\u001b`, `\\u007f`, `\\u009b`): the same values, safe to print. `export`
+piped writes the canonical bytes unchanged (DEL and C1 raw, as canonical JSON has them).
 """
 
 

@@ -8,6 +8,7 @@ error or a refusal (its code is printed). A read command opens its database read
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,11 +30,15 @@ __all__ = [
     "echo_json",
     "fail",
     "json_option",
+    "json_text",
+    "one_line",
     "open_for_read",
     "open_for_write",
     "open_read_only",
     "print_table",
     "refusals",
+    "say",
+    "visible",
 ]
 
 EXIT_OK: Final = 0
@@ -60,8 +65,12 @@ def json_option(f: F) -> F:
 
 
 def fail(message: str, code: int = EXIT_REFUSED) -> None:
-    """Print ``error: message`` to stderr and exit with ``code``."""
-    click.echo(f"error: {message}", err=True)
+    """Print ``error: message`` to stderr and exit with ``code``.
+
+    Messages quote recorded text (a run id, a code, a value's path), so they are made
+    ``visible`` like everything else the CLI prints.
+    """
+    say(f"error: {message}", err=True)
     sys.exit(code)
 
 
@@ -123,44 +132,89 @@ def open_for_write(db: str) -> Store:
     raise AssertionError("unreachable")
 
 
+#: Every control character a terminal could act on: C0, DEL and C1 (U+0080-U+009F).
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: Tab-separated output escapes backslash too, so that every cell reads back unambiguously
+#: (as PostgreSQL's COPY text format does).
+_CONTROL_OR_BACKSLASH: Final = re.compile("[\\\\\x00-\x1f\x7f-\x9f]")
+_NAMED: Final = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
+#: DEL and C1 in UTF-8 JSON text: JSON allows them raw, a terminal may act on C1. Both byte
+#: forms occur only inside strings (0xC2 is never a continuation byte), so replacing them
+#: with a \u escape leaves the same JSON value.
+_RAW_JSON_CONTROL: Final = re.compile(b"\x7f|\xc2[\x80-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+
+
+def _json_escaped(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match.group().decode())
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character written as an escape: the one sanitiser.
+
+    Recorded text (names, codes, reasons, paths, values; often model output) must never
+    drive the terminal: ``ESC]0;`` would set its title, ``ESC[2J`` clear it, OSC 8 plant a
+    link. Tab, newline and carriage return become ``\\t``, ``\\n``, ``\\r``; every other C0
+    character, DEL and C1 become ``\\xNN`` (``\\x1b``, ``\\x7f``, ``\\x9b``). Everything
+    else, backslash included, is left as written.
+    """
+    return _CONTROL.sub(_escaped, text)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one tab-separated cell: ``visible``, and backslash written ``\\\\``."""
+    return _CONTROL_OR_BACKSLASH.sub(_escaped, text)
+
+
+def json_text(data: bytes) -> bytes:
+    """JSON text with DEL and C1 characters written as ``\\u007f``..``\\u009f``: the same value.
+
+    msgspec (like canonical JSON) already escapes C0; these two it writes raw.
+    """
+    return _RAW_JSON_CONTROL.sub(_json_escaped, data)
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """One line of text that may quote recorded text, made ``visible``, on stdout (or stderr)."""
+    click.echo(visible(text), err=err)
+
+
 def echo_json(value: Any) -> None:
-    """JSON on stdout: indented for a person on a terminal, compact when piped."""
+    """JSON on stdout: indented for a person on a terminal, compact when piped.
+
+    Exact JSON either way; no control character reaches the output unescaped (``json_text``).
+    """
     data = _pretty.encode(value)
     if sys.stdout.isatty():
         data = msgspec.json.format(data, indent=2)
-    click.echo(data.decode())
-
-
-#: Tab-separated output escapes what would break a line or a column, as PostgreSQL's COPY
-#: text format does: backslash, tab, newline and carriage return.
-_TSV_ESCAPES: Final = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+    click.echo(json_text(data).decode())
 
 
 def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def one_line(text: str) -> str:
-    """``text`` for piped output: backslash, tab, newline and carriage return escaped."""
-    return text.translate(_TSV_ESCAPES)
-
-
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """A rich table on a terminal; tab-separated plain text when piped.
 
     Recorded text goes into the table as ``rich.text.Text``, never as markup: a workflow
-    named ``[bold]`` or a reason with ``[link=...]`` is shown as written.
+    named ``[bold]`` or a reason with ``[link=...]`` is shown as written. Every cell and the
+    title are made ``visible`` first (``one_line`` when piped).
     """
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=None if title is None else Text(title))
+        table = Table(title=None if title is None else Text(visible(title)))
         for c in columns:
             table.add_column(c)
         for r in rows:
-            table.add_row(*(Text(_cell(v)) for v in r))
+            table.add_row(*(Text(visible(_cell(v))) for v in r))
         Console().print(table)
         return
     click.echo("\t".join(columns))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from forkline_es.cli._common import db_option, echo_json, json_option, open_for_write, refusals
+from forkline_es.cli._common import db_option, echo_json, json_option, open_for_write, refusals, say
 from forkline_es.compat.importer import import_forkline
 
 __all__ = ["COMMANDS"]
@@ -41,7 +41,7 @@ def import_forkline_command(db: str, source: str, as_json: bool) -> None:
         )
         return
     resumed = f" ({report.resumed} begun by an earlier import)" if report.resumed else ""
-    click.echo(
+    say(
         f"imported {_count(report.runs, 'run')}{resumed}, {_count(report.events, 'event')} "
         f"from {report.source} into {db}"
     )

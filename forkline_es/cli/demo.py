@@ -7,7 +7,15 @@ from typing import Any
 
 import click
 
-from forkline_es.cli._common import db_option, echo_json, json_option, open_for_write, print_table, refusals
+from forkline_es.cli._common import (
+    db_option,
+    echo_json,
+    json_option,
+    open_for_write,
+    print_table,
+    refusals,
+    say,
+)
 from forkline_es.demo.workflow import children, demo_ids, record_demo
 from forkline_es.store import Store
 
@@ -69,12 +77,13 @@ def demo(db: str, as_json: bool) -> None:
         echo_json({"db": db, "recorded": not present, "runs": rows, "next": commands})
         return
     said = "recorded the demo into" if not present else "the demo's runs are already in"
-    click.echo(f"forkline-es demo: {said} {db}\n")
+    say(f"forkline-es demo: {said} {db}")
+    click.echo()
     columns = ("run", "workflow", "status", "what it shows")
     print_table(None, columns, [(r["id"], r["workflow"], r["status"], r["shows"]) for r in rows])
     click.echo("\nNext, try:")
     for command in commands:
-        click.echo(f"  {command}")
+        say(f"  {command}")
 
 
 COMMANDS: list[click.Command] = [demo]

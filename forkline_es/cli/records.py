@@ -23,6 +23,8 @@ from forkline_es.cli._common import (
     open_read_only,
     print_table,
     refusals,
+    say,
+    visible,
 )
 from forkline_es.compat.views import run_events
 from forkline_es.records.operations import log_events
@@ -146,7 +148,8 @@ def _print_timeline(doc: dict[str, Any]) -> None:
 
     console = Console()
     for line in lines:
-        console.print(Text(line.text, style="bold yellow" if line.rule else "dim" if line.superseded else ""))
+        style = "bold yellow" if line.rule else "dim" if line.superseded else ""
+        console.print(Text(visible(line.text), style=style))
 
 
 @click.command()
@@ -199,7 +202,7 @@ def rebuild(check: bool, db: str, as_json: bool) -> None:
         echo_json({"equal": not differences, "differences": differences})
     else:
         for line in differences:
-            click.echo(line)
+            say(line)
         if not differences:
             click.echo("the projections equal a rebuild from the log")
     if differences:

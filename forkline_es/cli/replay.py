@@ -13,8 +13,10 @@ from forkline_es.cli._common import (
     echo_json,
     fail,
     json_option,
+    json_text,
     open_read_only,
     refusals,
+    say,
 )
 from forkline_es.replay import DEFAULT_WINDOW, RunDiff, diff_documents, diff_runs, load_baseline
 from forkline_es.replay.baseline import export_baseline
@@ -28,7 +30,7 @@ def _render(diff: RunDiff, show_all: bool) -> None:
         return
     shown = diff.divergences if show_all else diff.divergences[:1]
     for n, d in enumerate(shown):
-        click.echo(("first divergence: " if n == 0 else "") + d.describe())
+        say(("first divergence: " if n == 0 else "") + d.describe())
     if not show_all and len(diff.divergences) > 1:
         click.echo(f"({len(diff.divergences) - 1} more; --all lists every divergence)")
 
@@ -86,12 +88,15 @@ def export(run: str, as_baseline: bool, db: str, as_json: bool) -> None:
     """Print RUN's record document as canonical JSON (e.g. `> run.golden.json`).
 
     Piped, the output is exactly the canonical bytes (a file written this way has the
-    document's digest); a terminal gets a final newline too. The output is JSON either
-    way; --json is accepted like on every read command.
+    document's digest); a terminal gets a final newline too, and DEL and C1 characters
+    escaped as \\u007f..\\u009f (the same JSON). The output is JSON either way; --json is
+    accepted like on every read command.
     """
     store = open_read_only(db)
     with store, refusals():
         data = export_baseline(store, run) if as_baseline else store.export_run_record(run)
+    if sys.stdout.isatty():  # the same JSON value, without raw DEL or C1 for the terminal
+        data = json_text(data)
     click.echo(data, nl=sys.stdout.isatty())  # bytes go to the binary stream as they are
 
 

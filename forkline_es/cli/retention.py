@@ -15,6 +15,7 @@ from forkline_es.cli._common import (
     open_for_read,
     print_table,
     refusals,
+    say,
 )
 from forkline_es.retention.policy import PAYLOAD_CLASSES, RetentionPolicy
 
@@ -124,7 +125,7 @@ def evict(db: str, run_id: str, reason: str, force: bool, as_json: bool) -> None
             }
         )
         return
-    click.echo(f"evicted {done.run_id} ({done.events} events, {done.payloads} payload values): {done.reason}")
+    say(f"evicted {done.run_id} ({done.events} events, {done.payloads} payload values): {done.reason}")
 
 
 @click.command("gc")

@@ -25,8 +25,10 @@ from forkline_es.cli._common import (
     echo_json,
     fail,
     json_option,
+    json_text,
     open_read_only,
     refusals,
+    say,
 )
 from forkline_es.errors import InvalidRequest
 from forkline_es.values import canonical_json
@@ -71,12 +73,12 @@ def _render(report: VerifyReport) -> None:
         what = [_plural(report.events, "event"), _plural(report.artifacts, "artifact")]
         if report.manifests:
             what.append("manifest")
-        click.echo(f"{whose}: ok ({', '.join(what)})")
+        say(f"{whose}: ok ({', '.join(what)})")
         return
-    click.echo(f"{whose}: {_plural(len(report.problems), 'problem')}")
+    say(f"{whose}: {_plural(len(report.problems), 'problem')}")
     for p in report.problems:
         where = "store" if p.kind in STORE_KINDS else f"seq {p.seq}" if p.seq is not None else "run"
-        click.echo(f"  {where}  {p.kind}  {p.message}")
+        say(f"  {where}  {p.kind}  {p.message}")
 
 
 def _read_anchors(source: str) -> dict[str, dict[str, Any]]:
@@ -173,7 +175,10 @@ def anchors(db: str, as_json: bool) -> None:
     store = open_read_only(db)
     with store, refusals():
         taken = store.anchors()
-    click.echo(canonical_json(taken).decode())
+    data = canonical_json(taken)
+    if sys.stdout.isatty():  # the same JSON value, without raw DEL or C1 for the terminal
+        data = json_text(data)
+    click.echo(data.decode())
 
 
 COMMANDS: list[click.Command] = [verify, anchors]

@@ -1,10 +1,11 @@
 """The default rules: mask credentials by key and by the shape of well-known secret values.
 
 Key rules match whole trailing words (see ``RedactionRule``), so ``primary_key``,
-``max_tokens``, ``prompt_tokens``, ``keyboard`` and ``author`` stay visible. A name written
-as one word (``authtoken``, ``JSESSIONID``) has no boundary to split on, so the common ones
-are listed whole instead of matching inside words, which is what makes substring rules mask
-``monkey`` and ``tokenizer``.
+``max_tokens``, ``prompt_tokens``, ``keyboard`` and ``author`` stay visible, while a word that
+only names a form (``passwordHash``, ``api_key_b64``: ``redaction._words.QUALIFIERS``) is
+looked past. A name written as one word (``authtoken``, ``JSESSIONID``) has no boundary to
+split on, so the common ones are listed whole instead of matching inside words, which is what
+makes substring rules mask ``monkey`` and ``tokenizer``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "pwd",
     "passphrase",
     "passcode",
+    "passwordhash",  # one word: passwordHash and password_hash are `password` + a qualifier
     # secrets and credentials: client_secret, webhook_secret, ...
     "secret",
     "secrets",
@@ -94,6 +96,15 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"g(?<=\bg)(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})",
     r"xox(?<=\bxox)[abposr]-[A-Za-z0-9-]{10,}",
     r"AIza(?<=\bAIza)[0-9A-Za-z_-]{35}",
+    # Stripe secret and restricted keys, live and test.
+    r"sk_(?<=\bsk_)(?:live|test)_[0-9A-Za-z]{10,}",
+    r"rk_(?<=\brk_)(?:live|test)_[0-9A-Za-z]{10,}",
+    # A bare AWS secret access key: the whole string (spaces around it aside) is 40 characters
+    # of base64's alphabet with a lower-case letter, an upper-case letter and a digit. The key
+    # has no prefix to find it by inside longer text, where this shape also fits paths and
+    # base64 runs; there its name (aws_secret_access_key, SecretAccessKey) is what masks it.
+    # A 40-character git or SHA-1 id (lower-case hex) is kept. `\A` makes it one cheap test.
+    r"\A(?=\s*[A-Za-z0-9/+]{40}\s*\Z)(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])\s*[A-Za-z0-9/+]{40}",
 )
 
 

@@ -12,7 +12,7 @@ import hmac
 import re
 
 from forkline_es.errors import InvalidValue
-from forkline_es.redaction._paths import format_location
+from forkline_es.redaction._paths import Located
 from forkline_es.values import canonical_json, is_digest, sha256_digest
 
 __all__ = ["hash_value", "is_hash_output"]
@@ -24,12 +24,13 @@ def hash_value(value: object, salt: bytes | None, location: tuple[object, ...]) 
     """``sha256:<hex>``, or ``hmac-sha256:<hex>`` keyed by ``salt``.
 
     The salted form has its own prefix so that no reader mistakes it for a content digest
-    anyone could recompute. A refusal names the location from the payload root.
+    anyone could recompute. A refusal (``Located``) carries the location from the payload
+    root, for the policy to render.
     """
     try:
         data = canonical_json(value)
     except InvalidValue as exc:
-        raise _relocated(exc, location) from None
+        raise _located(exc, location) from None
     if salt is None:
         return sha256_digest(data)
     return "hmac-sha256:" + hmac.new(salt, data, hashlib.sha256).hexdigest()
@@ -42,11 +43,10 @@ def is_hash_output(text: str, salt: bytes | None) -> bool:
     return _HMAC_DIGEST.match(text) is not None
 
 
-def _relocated(exc: InvalidValue, location: tuple[object, ...]) -> InvalidValue:
-    """The same refusal with its path (relative to the hashed value) made absolute."""
-    suffix = f" at `{exc.path}`"
-    message = exc.message[: -len(suffix)] if exc.message.endswith(suffix) else exc.message
-    return InvalidValue(
-        f"cannot hash this value ({message}); use a mask or drop rule for this location",
-        format_location(location) + exc.path.removeprefix("$"),
+def _located(exc: InvalidValue, location: tuple[object, ...]) -> Located:
+    """The same refusal, at ``location`` and then its path inside the hashed value."""
+    return Located(
+        f"cannot hash this value ({exc.reason}); use a mask or drop rule for this location",
+        location,
+        exc.path.removeprefix("$"),
     )

@@ -1,7 +1,10 @@
 """JSON-path-like location strings: ``$``, ``$.headers.authorization``, ``$.items[0]``.
 
 Locations travel as tuples of keys and indices while walking; a string is built only when a
-location is reported, not for every node.
+location is reported, not for every node. ``sensitive_paths`` reports locations by key text
+(the caller asked where, in its own value); a refusal names map keys by position instead
+(``$<key 2>[0]``, as ``forkline_es.values`` does), because its message reaches exceptions
+and logs, and a key may be the very secret.
 """
 
 from __future__ import annotations
@@ -9,7 +12,10 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["child_path", "format_location"]
+from forkline_es.errors import InvalidValue
+from forkline_es.values._paths import KeyAt, Segment, render_path
+
+__all__ = ["Located", "child_path", "format_location"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -34,3 +40,26 @@ def format_location(location: tuple[object, ...]) -> str:
     for key in location:
         path = child_path(path, key)
     return path
+
+
+class Located(Exception):
+    """Internal: a refusal at ``location`` (keys and indices from the root), plus the path
+    ``below`` it inside the refused value; the public entry points render it by position."""
+
+    def __init__(self, message: str, location: tuple[object, ...], below: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.below = below
+
+    def invalid(self, root: object) -> InvalidValue:
+        """The public refusal, its map keys named by position in ``root``, never by text."""
+        segments: list[Segment] = []
+        node = root
+        for key in self.location:
+            if isinstance(node, dict):
+                segments.append(KeyAt(next(i for i, k in enumerate(node) if k is key or k == key)))
+            elif isinstance(key, int):
+                segments.append(key)
+            node = node[key]  # type: ignore[index]  # the walk came this way
+        return InvalidValue(self.message, render_path(segments) + self.below)

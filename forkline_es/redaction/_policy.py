@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, TypeVar, cast, overload
+from typing import Any, Final, TypeVar, overload
 
-from forkline_es.errors import InvalidRequest, InvalidValue
+from forkline_es.errors import InvalidRequest
 from forkline_es.redaction._defaults import default_rules
 from forkline_es.redaction._hashing import hash_value, is_hash_output
-from forkline_es.redaction._paths import format_location
+from forkline_es.redaction._paths import Located, format_location
 from forkline_es.redaction._rules import RedactionRule
-from forkline_es.redaction._words import key_words
+from forkline_es.redaction._words import key_words, unqualified
 from forkline_es.values import FileRef
 from forkline_es.values._canonical import MAX_JSON_DEPTH
-from forkline_es.values._paths import render_path
 
 __all__ = ["DEFAULT_MASK", "RedactionPolicy", "checked_policy"]
 
@@ -59,6 +58,11 @@ class RedactionPolicy:
     text is stored; a match applies the rule to the whole FileRef (a mask replaces it). Only
     ``FileRef`` itself is looked into: the typed encoder refuses its subclasses anyway.
 
+    Pattern rules search map keys too, since a key is stored like a value (a token used as a
+    cache key, ``{"sk_live_...": 1}``). The key cannot be masked apart from its map, so a
+    map with a matching key is one value to the rule: masked (or hashed, or dropped) whole.
+    ``redact`` of a map whose own keys match gives the mask (or digest), not a map.
+
     Containers nested deeper than canonical JSON allows (``MAX_JSON_DEPTH``; a cycle too) are
     refused with ``InvalidValue`` naming where, as canonical JSON would refuse them, rather
     than running out of stack first.
@@ -68,6 +72,7 @@ class RedactionPolicy:
         "_any_pattern",
         "_has_hash",
         "_key_cache",
+        "_key_pattern_cache",
         "_key_rules",
         "_path_rules",
         "_pattern_rules",
@@ -112,6 +117,7 @@ class RedactionPolicy:
         self._any_pattern = _alternation(self._pattern_rules)
         self._has_hash: bool = any(r.action == "hash" for r in self.rules)
         self._key_cache: dict[str, int] = {}
+        self._key_pattern_cache: dict[str, int] = {}
 
     @classmethod
     def default(cls, *, mask: str = DEFAULT_MASK) -> RedactionPolicy:
@@ -133,7 +139,7 @@ class RedactionPolicy:
     # A container keeps its kind but not the types inside it (a masked int becomes a string);
     # a string may become the mask or a digest; any other root value is returned unchanged.
     @overload
-    def redact(self, value: dict[K, Any]) -> dict[K, Any]: ...
+    def redact(self, value: dict[K, Any]) -> dict[K, Any] | str: ...
     @overload
     def redact(self, value: list[Any]) -> list[Any]: ...
     @overload
@@ -143,13 +149,14 @@ class RedactionPolicy:
 
     def redact(self, value: object) -> object:
         """A redacted copy of ``value``; ``value`` itself and everything in it stay unchanged."""
-        if isinstance(value, _CONTAINERS):
-            return self._walk(value, ())
-        index = self._pattern_index(value, _NO_RULE)
-        if index == _NO_RULE:
-            return value
-        # Only a string or a FileRef reaches here: a mask or a digest of it, or a dropped root.
-        result = self._apply(self.rules[index], value, ())
+        try:
+            index = self._pattern_index(value, _NO_RULE)
+            if index == _NO_RULE:
+                return self._walk(value, ()) if isinstance(value, _CONTAINERS) else value
+            # A string, a FileRef or a map with a matching key: a mask or a digest, or a dropped root.
+            result = self._apply(self.rules[index], value, ())
+        except Located as refused:
+            raise refused.invalid(value) from None
         return self.mask if result is _DROP else result
 
     def sensitive_paths(self, value: object) -> list[str]:
@@ -158,11 +165,17 @@ class RedactionPolicy:
         Empty exactly when ``redact(value) == value``; the executor API withholds a whole
         payload slot when this is not empty.
         """
-        return list(self._changes(value, (), is_root=True))
+        try:
+            return list(self._changes(value, (), is_root=True))
+        except Located as refused:
+            raise refused.invalid(value) from None
 
     def is_sensitive(self, value: object) -> bool:
         """Whether ``redact`` would change anything in ``value``; stops at the first change."""
-        return next(self._changes(value, (), is_root=True), None) is not None
+        try:
+            return next(self._changes(value, (), is_root=True), None) is not None
+        except Located as refused:
+            raise refused.invalid(value) from None
 
     # -- matching ---------------------------------------------------------------------------
 
@@ -177,13 +190,13 @@ class RedactionPolicy:
         cached = self._key_cache.get(key)
         if cached is not None:
             return cached
-        words = key_words(key)
         found = _NO_RULE
-        for index, rule_words in self._key_rules:
-            n = len(rule_words)
-            if len(words) >= n and words[len(words) - n :] == rule_words:
-                found = index
-                break
+        for words in {key_words(key), unqualified(key_words(key))}:
+            for index, rule_words in self._key_rules:
+                n = len(rule_words)
+                if index < found and len(words) >= n and words[len(words) - n :] == rule_words:
+                    found = index
+                    break
         if len(self._key_cache) >= _KEY_CACHE_LIMIT:
             self._key_cache.clear()
         self._key_cache[key] = found
@@ -201,13 +214,35 @@ class RedactionPolicy:
         return best
 
     def _pattern_index(self, value: object, best: int) -> int:
-        """The first pattern rule before ``best`` matching a leaf: a string, or a FileRef's text."""
+        """The first pattern rule before ``best`` matching a leaf (a string, or a FileRef's
+        text) or a key of a map."""
         if not self._pattern_rules:
             return best
         if isinstance(value, str):
             return best if self._is_output(value) else self._first_pattern(value, best)
         if type(value) is FileRef:
             return self._file_pattern(value, best)
+        if isinstance(value, dict):
+            return self._keys_pattern(value, best)
+        return best
+
+    def _keys_pattern(self, value: dict[Any, Any], best: int) -> int:
+        """The first pattern rule before ``best`` matching any key of ``value``.
+
+        Cached per key (unbounded, then cut to ``best``), since keys recur in every payload.
+        """
+        cache = self._key_pattern_cache
+        for key in value:
+            if type(key) is not str:
+                continue  # not a value of the domain: the encoder refuses it, by position
+            found = cache.get(key)
+            if found is None:
+                found = self._first_pattern(key, _NO_RULE)
+                if len(cache) >= _KEY_CACHE_LIMIT:
+                    cache.clear()
+                cache[key] = found
+            if found < best:
+                best = found
         return best
 
     def _file_pattern(self, ref: FileRef, best: int) -> int:
@@ -245,8 +280,11 @@ class RedactionPolicy:
         if text is not None:
             if self._pattern_rules:
                 return self._first_pattern(text, best)
-        elif type(value) is FileRef and self._pattern_rules:  # only non-strings pay for the check
-            return self._file_pattern(value, best)
+        elif self._pattern_rules:  # only non-strings pay for these checks
+            if type(value) is FileRef:
+                return self._file_pattern(value, best)
+            if isinstance(value, dict):
+                return self._keys_pattern(value, best)
         return best
 
     # -- applying ---------------------------------------------------------------------------
@@ -318,11 +356,9 @@ class RedactionPolicy:
                 yield format_location(where)
 
 
-def _too_deep(location: tuple[object, ...]) -> InvalidValue:
+def _too_deep(location: tuple[object, ...]) -> Located:
     """The refusal ``canonical_json`` gives a container this deep: same message, same path."""
-    return InvalidValue(
-        f"nesting deeper than {MAX_JSON_DEPTH} levels", render_path(cast(list[str | int], list(location)))
-    )
+    return Located(f"nesting deeper than {MAX_JSON_DEPTH} levels", location)
 
 
 def _alternation(patterns: Sequence[tuple[int, re.Pattern[str]]]) -> re.Pattern[str] | None:

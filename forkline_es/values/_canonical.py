@@ -20,7 +20,7 @@ from typing import TypeGuard
 
 import msgspec
 
-from forkline_es.values._paths import Refused, refused_to_invalid
+from forkline_es.values._paths import KeyAt, Refused, refused_to_invalid
 
 __all__ = ["ENCODER", "MAX_JSON_DEPTH", "SURROGATE", "canonical_json", "is_text"]
 
@@ -60,17 +60,17 @@ def _check(obj: object, depth: int) -> None:
     elif isinstance(obj, dict):
         if depth >= MAX_JSON_DEPTH:
             raise Refused(f"nesting deeper than {MAX_JSON_DEPTH} levels")
-        for key in obj:
+        for position, key in enumerate(obj):  # the key's text is never quoted: it may be a secret
             if type(key) is not str:
-                raise Refused(f"object key {key!r} ({type(key).__name__}) is not a string")
+                raise _at_key(f"object key of type {type(key).__name__} is not a string", position)
             if not key.isascii() and SURROGATE.search(key):
-                raise Refused(f"object key {key!r} contains a lone surrogate")
+                raise _at_key("object key contains a lone surrogate", position)
         key = None
         try:
             for key, item in obj.items():  # noqa: B007 - key is read in the handler
                 _check(item, depth + 1)
         except Refused as refused:
-            refused.segments.append(key)
+            refused.segments.append(KeyAt(list(obj).index(key)))
             raise
     elif isinstance(obj, list | tuple):
         if depth >= MAX_JSON_DEPTH:
@@ -87,6 +87,13 @@ def _check(obj: object, depth: int) -> None:
             f"{t.__name__} is not plain JSON (dict with str keys, list, str, int, "
             "finite float, bool, None or msgspec.Raw)"
         )
+
+
+def _at_key(message: str, position: int) -> Refused:
+    """A refusal of the map key at ``position`` itself."""
+    refused = Refused(message)
+    refused.segments.append(KeyAt(position))
+    return refused
 
 
 def canonical_json(obj: object) -> bytes:

@@ -17,7 +17,7 @@ import msgspec
 from forkline_es.errors import InvalidValue
 from forkline_es.values._canonical import ENCODER, SURROGATE
 from forkline_es.values._file import FILE_MEMBERS, FileRef, check_file_members, file_body
-from forkline_es.values._paths import Refused, refused_to_invalid
+from forkline_es.values._paths import KeyAt, Refused, refused_to_invalid
 from forkline_es.values._time import (
     Duration,
     Timestamp,
@@ -72,20 +72,29 @@ def _enc(v: Any, depth: int) -> dict[str, Any]:
     return _enc_other(v, depth)
 
 
+def _bad_key(key: object, position: int) -> Refused:
+    """The refusal of a map key that is not text, at its position: the key itself is never
+    quoted, since a key is recorded data and may be a secret."""
+    if type(key) is str:
+        refused = Refused("map key contains a lone surrogate")
+    else:
+        refused = Refused(f"map key of type {type(key).__name__} is not a string")
+    refused.segments.append(KeyAt(position))
+    return refused
+
+
 def _enc_map(v: dict[Any, Any], depth: int) -> dict[str, Any]:
     if depth >= MAX_DEPTH:
         raise _too_deep()
     depth += 1
     out: dict[str, Any] = {}
     for key, item in v.items():
-        if type(key) is not str:
-            raise Refused(f"map key {key!r} ({type(key).__name__}) is not a string")
-        if not key.isascii() and SURROGATE.search(key):
-            raise Refused(f"map key {key!r} contains a lone surrogate")
+        if type(key) is not str or (not key.isascii() and SURROGATE.search(key)):
+            raise _bad_key(key, len(out))
         try:
             out[key] = _enc(item, depth)
         except Refused as refused:
-            refused.segments.append(key)
+            refused.segments.append(KeyAt(len(out)))
             raise
     return {"kind": "map", "value": out}
 
@@ -230,14 +239,12 @@ def _dec_map(value: object, depth: int) -> dict[str, Any]:
     depth += 1
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if type(key) is not str:
-            raise Refused(f"map key {key!r} ({type(key).__name__}) is not a string")
-        if not key.isascii() and SURROGATE.search(key):
-            raise Refused(f"map key {key!r} contains a lone surrogate")
+        if type(key) is not str or (not key.isascii() and SURROGATE.search(key)):
+            raise _bad_key(key, len(out))
         try:
             out[key] = _dec(item, depth)
         except Refused as refused:
-            refused.segments.append(key)
+            refused.segments.append(KeyAt(len(out)))
             raise
     return out
 

@@ -145,3 +145,43 @@ def test_without_a_policy_the_executor_stores_the_slot(db_path: Path) -> None:
         run = store.start_run(workflow="w", inputs={"api_key": API_KEY})
         assert store.get_run_record(run.id)["payloads"]["inputs"]["state"] == "present"
         assert API_KEY.encode() in _bytes_on_disk(db_path)
+
+
+# -- issue 20, item 13: secrets as map keys, Stripe keys, bare AWS secret keys, passwordHash ------
+
+STRIPE = "sk_live_51H8xQ2eZvKYlo2C0abcdef"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+HASHED = "$2b$12$saltsaltsaltsaltsaltsuHashOfThePassword"
+
+
+def _new_shapes() -> dict[str, Any]:
+    return {
+        "cache": {STRIPE: {"hits": 3}},  # a secret used as a map key
+        "charge": {"key": STRIPE},
+        "creds": [AWS_SECRET],
+        "user": {"passwordHash": HASHED, "name": "ann-marker-31"},
+    }
+
+
+def test_the_new_shapes_never_reach_the_disk(db_path: Path) -> None:
+    with fe.RunRecorder(db_path) as r:
+        run_id = r.start_run("agent.py")
+        r.log_event(run_id, "tool_call", _new_shapes())
+        r.log_event(run_id, "tool_call", {STRIPE: 1})  # the whole payload is the map: masked
+        payloads = [e["payload"] for e in r.get_events(run_id)]
+    assert payloads == [
+        {
+            "cache": "[REDACTED]",
+            "charge": {"key": "[REDACTED]"},
+            "creds": ["[REDACTED]"],
+            "user": {"passwordHash": "[REDACTED]", "name": "ann-marker-31"},
+        },
+        "[REDACTED]",
+    ]
+    with fe.Store.open(db_path, redaction=fe.RedactionPolicy.default()) as store:
+        run = store.start_run(workflow="w", inputs={"cache": {STRIPE: 1}})
+        assert store.get_run_record(run.id)["payloads"]["inputs"]["state"] == "withheld"
+    data = _bytes_on_disk(db_path)
+    assert b"ann-marker-31" in data
+    for secret in (STRIPE, STRIPE[:16], AWS_SECRET, HASHED):
+        assert secret.encode() not in data, secret

@@ -91,6 +91,24 @@ MASKED_KEYS = [
     "private_key_pem",
     "privateKeyPem",
     "private_keys",
+    # camelCase and PascalCase split into words; a trailing word naming a form is looked past
+    "passwordHash",
+    "PasswordHash",
+    "password_hash",
+    "passwordhash",
+    "password_digest",
+    "passwordSha256",
+    "hashed_password",
+    "apiKey",
+    "apiKeyHash",
+    "api_key_b64",
+    "accessToken",
+    "accessTokenEncrypted",
+    "clientSecret",
+    "clientSecretValue",
+    "secretAccessKey",
+    "SecretAccessKey",
+    "AWS_SECRET_ACCESS_KEY",
 ]
 
 KEPT_KEYS = [
@@ -134,6 +152,16 @@ KEPT_KEYS = [
     "header",
     "auth_header_name",
     "public_key_pem",
+    "hash",
+    "value",
+    "digest",
+    "content_hash",
+    "cache_key_hash",
+    "maxTokens",
+    "tokenCount",
+    "passwordPolicy",
+    "password_reset_url",
+    "Author",
 ]
 
 
@@ -172,6 +200,12 @@ SECRET_VALUES = {
     "github": "ghp_" + "a1" * 18,
     "slack": "xoxb-1234567890-abcdefghij",
     "google": "AIza" + "B" * 35,
+    "stripe-live": "sk_live_" + "51H8abcDEF" * 3,
+    "stripe-test": "STRIPE_SECRET_KEY=sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+    "stripe-restricted": "rk_live_" + "a1B2c3D4e5" * 2,
+    "aws-secret-bare": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "aws-secret-plain-alphabet": "Je7MtGbClwBF7c2sW9hOiF6ljUXR0m8nX4kq1Y3z",
+    "aws-secret-line": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY\n",
 }
 
 PUBLIC_VALUES = [
@@ -185,6 +219,15 @@ PUBLIC_VALUES = [
     "mailto:ann@example.com",
     "task-1234567890abcdefghij",
     "[REDACTED]",
+    "Stripe secret keys start with sk_live_ or sk_test_",
+    "desk_live_feed",
+    # The AWS secret rule is whole-string only: these 40-character shapes are kept.
+    "0123456789abcdef0123456789abcdef01234567",  # a git commit id: no upper case
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMN",  # no lower case, no digit
+    "src/Forkline2/moduleName/fileName3/Thing.py",  # a path with a 40-character run
+    "see wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY in the docs",  # inside text: by name only
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY0",  # 41 characters
+    "dGhpcyBpcyBhIGxvbmdlciBiYXNlNjQgc3RyaW5nIG9mIHRleHQ=",  # base64 of prose, padded
 ]
 
 
@@ -210,3 +253,21 @@ def test_none_policy_redacts_nothing() -> None:
 
 def test_default_accepts_a_custom_mask() -> None:
     assert RedactionPolicy.default(mask="***").redact({"token": "t"}) == {"token": "***"}
+
+
+@pytest.mark.parametrize("secret", list(SECRET_VALUES.values()), ids=list(SECRET_VALUES))
+def test_a_secret_used_as_a_map_key_masks_its_map(secret: str) -> None:
+    """A key is stored like a value; it cannot be masked apart from its map, so the map goes."""
+    payload = {"cache": {"n": 1, secret: {"hits": 3}}, "kept": {"n": 2}}
+    assert DEFAULT.redact(payload) == {"cache": DEFAULT_MASK, "kept": {"n": 2}}
+    assert DEFAULT.sensitive_paths(payload) == ["$.cache"]
+    assert DEFAULT.redact([{secret: 1}]) == [DEFAULT_MASK]
+    assert DEFAULT.redact({secret: 1}) == DEFAULT_MASK  # the whole value: nothing else holds it
+    assert DEFAULT.sensitive_paths({secret: 1}) == ["$"]
+    assert DEFAULT.is_sensitive({"a": [{"b": {secret: None}}]})
+
+
+def test_a_secret_key_is_found_under_a_key_rule_s_precedence() -> None:
+    """First matching rule wins: a map under a masked key is masked by that key's rule."""
+    payload = {"token": {"sk_live_" + "a1" * 10: 1}, "x": 1}
+    assert DEFAULT.redact(payload) == {"token": DEFAULT_MASK, "x": 1}

@@ -53,11 +53,11 @@ class Level(enum.IntEnum):
 
 
 ENUM_PAYLOADS: list[tuple[dict[Any, Any], dict[str, Any], str]] = [
-    ({"role": Role.USER}, {"role": "user"}, "$.role"),
-    ({"colour": Colour.RED}, {"colour": "red"}, "$.colour"),
-    ({"level": Level.HIGH}, {"level": 3}, "$.level"),
-    ({Role.USER: "hi"}, {"user": "hi"}, "$"),
-    ({"n": {Colour.RED: "x"}}, {"n": {"red": "x"}}, "$.n"),
+    ({"role": Role.USER}, {"role": "user"}, "$<key 0>"),
+    ({"colour": Colour.RED}, {"colour": "red"}, "$<key 0>"),
+    ({"level": Level.HIGH}, {"level": 3}, "$<key 0>"),
+    ({Role.USER: "hi"}, {"user": "hi"}, "$<key 0>"),
+    ({"n": {Colour.RED: "x"}}, {"n": {"red": "x"}}, "$<key 0><key 0>"),
 ]
 
 

@@ -23,6 +23,9 @@ PLAIN = (
     r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
     r"\bAIza[0-9A-Za-z_-]{35}",
+    r"\bsk_(?:live|test)_[0-9A-Za-z]{10,}",
+    r"\brk_(?:live|test)_[0-9A-Za-z]{10,}",
+    r"\A\s*(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[0-9])[A-Za-z0-9/+]{40}(?=\s*\Z)",
 )
 
 # Pieces that build near-misses and matches: prefixes glued to words, boundaries of every
@@ -46,6 +49,12 @@ PIECES = st.sampled_from(
         "github_pat_",
         "xoxb-",
         "AIza",
+        "sk_live_",
+        "rk_test_",
+        "sk_test",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI+K7MDENG",
+        "/",
         "-----BEGIN ",
         "PRIVATE KEY",
         "RSA ",
@@ -99,6 +108,9 @@ def test_the_generated_texts_reach_every_pattern() -> None:
         "ghp_" + "x" * 40,
         "xoxb-" + "aB3" * 4,
         "AIza" + "Z9" * 20,
+        "STRIPE=sk_live_" + "aB3" * 8,
+        "rk_test_" + "aB3" * 8,
+        " wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
     ]
     for fast, plain, sample in zip(DEFAULT_PATTERNS, PLAIN, samples, strict=True):
         assert spans(re.compile(fast), sample) == spans(re.compile(plain), sample) != [], sample

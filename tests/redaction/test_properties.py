@@ -16,7 +16,24 @@ from .guarantees import redacted_keeping_guarantees
 DEFAULT = RedactionPolicy.default()
 
 KEYS = st.one_of(
-    st.sampled_from(["token", "api_key", "password", "max_tokens", "author", "a", "b", "headers", "x-auth"]),
+    st.sampled_from(
+        [
+            "token",
+            "api_key",
+            "password",
+            "passwordHash",
+            "apiKey",
+            "max_tokens",
+            "author",
+            "a",
+            "b",
+            "headers",
+            "x-auth",
+            "sk_live_" + "a1" * 8,  # secrets used as keys
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "AKIAIOSFODNN7EXAMPLE",
+        ]
+    ),
     st.text(max_size=8),
 )
 SECRETS = [
@@ -27,6 +44,8 @@ SECRETS = [
     "[REDACTED]",
     "sha256:" + "0" * 64,
     "secret-42",
+    "sk_live_" + "a1" * 8,
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 ]
 STRINGS = st.one_of(st.sampled_from(SECRETS), st.text(max_size=12))
 SCALARS = st.one_of(

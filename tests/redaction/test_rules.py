@@ -209,12 +209,12 @@ def test_hash_keeps_its_own_output_so_redaction_is_idempotent() -> None:
 @pytest.mark.parametrize(
     ("value", "where"),
     [
-        (float("nan"), "$.v"),
-        (float("inf"), "$.v"),
-        ({"a": [1, float("nan")]}, "$.v.a[1]"),
-        (dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "$.v"),
-        ({1: "a"}, "$.v"),
-        ("\ud800", "$.v"),
+        (float("nan"), "$<key 0>"),
+        (float("inf"), "$<key 0>"),
+        ({"a": [1, float("nan")]}, "$<key 0><key 0>[1]"),
+        (dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "$<key 0>"),
+        ({1: "a"}, "$<key 0><key 0>"),
+        ("\ud800", "$<key 0>"),
     ],
 )
 def test_hash_refuses_values_without_canonical_json(value: object, where: str) -> None:
