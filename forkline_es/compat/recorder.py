@@ -18,8 +18,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final
 
-import msgspec
-
 from forkline_es.compat.views import RUN_COLUMNS, run_events
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
 from forkline_es.log.connection import Durability
@@ -28,7 +26,7 @@ from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
-from forkline_es.values import canonical_json, is_text, sha256_digest
+from forkline_es.values import canonical_json, decode_json, is_text, sha256_digest
 
 __all__ = ["STATUSES", "RunRecorder", "logged_event"]
 
@@ -48,7 +46,7 @@ _SELECT_RUN: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = 
 _POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
 _RACES: Final = 1_000  # appends lost in a row to other writers before giving up
 _HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
-_decode: Final = msgspec.json.decode
+_decode: Final = decode_json  # payloads may hold integers of any size
 
 
 def logged_event(
