@@ -25,7 +25,7 @@ from forkline_es.artifacts import verify
 from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
 from forkline_es.log.connection import Connection, Cursor, Durability, open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
@@ -33,7 +33,7 @@ from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.markers import MISSING
-from forkline_es.recording.payloads import encode_slots
+from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_text
 from forkline_es.records import operations
@@ -69,6 +69,20 @@ def _taken(run_id: str) -> None:
     )
 
 
+def _checked_path(path: object) -> str | os.PathLike[str]:
+    """A database path as ``Store.open`` takes it: text naming a file, or ``":memory:"``."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if type(text) is not str:
+        raise InvalidRequest(f"a store path is a str or os.PathLike naming a file, not {shown(path)}")
+    if text == "" or "\x00" in text or not is_text(text):
+        raise InvalidRequest(
+            f"store path {shown(text)} names no file (empty, or a NUL or lone surrogate in it); "
+            "pass a file name, or ':memory:' for a store in memory"
+        )
+    assert isinstance(path, str | os.PathLike)
+    return path
+
+
 class Store:
     """A forkline_es database. Open with ``Store.open(path)``; use as a context manager."""
 
@@ -78,8 +92,11 @@ class Store:
         path: str,
         redaction: RedactionPolicy | None = None,
         reopen: Callable[[], Connection] | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.path = path
+        #: The longest payload this handle records, in bytes of canonical JSON (see ``open``).
+        self.max_payload_bytes = check_payload_limit(max_payload_bytes)
         self.log = EventLog(conn, reopen)
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
@@ -105,13 +122,19 @@ class Store:
         path: str | os.PathLike[str] = "runs.db",
         durability: Durability = "normal",
         redaction: RedactionPolicy | None = None,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> Store:
         """Open or create a store; refuses foreign or newer files with StoreError, untouched.
 
         ``redaction``: a ``RedactionPolicy``; a payload it finds sensitive is recorded as
         ``withheld`` and never reaches the disk. A runs.db that Forkline itself wrote is
-        refused with the two commands that import it.
+        refused with the two commands that import it. ``max_payload_bytes``: the longest
+        payload a recording call may store, in bytes of its canonical JSON (16 MiB by
+        default); a longer one is refused with ``invalid-value`` and nothing is written.
         """
+        path = _checked_path(path)
+        check_payload_limit(max_payload_bytes)
         if redaction is not None:
             checked_policy(redaction, "redaction")  # before the file is created
         try:
@@ -123,7 +146,13 @@ class Store:
             if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
-        store = cls(conn, os.fspath(path), redaction, reopen=lambda: open_connection(path, durability))
+        store = cls(
+            conn,
+            os.fspath(path),
+            redaction,
+            reopen=lambda: open_connection(path, durability),
+            max_payload_bytes=max_payload_bytes,
+        )
         try:
             store.projections.ensure()
         except BaseException:
@@ -180,7 +209,10 @@ class Store:
         checked_pins = self._check_pins(pins)
         rid = check_text(run_id, "run_id", optional=True) or uuid.uuid4().hex
         slots, payloads = encode_slots(
-            {"inputs": inputs, "trigger": trigger}, self.is_sensitive, dry_run=dry_run
+            {"inputs": inputs, "trigger": trigger},
+            self.is_sensitive,
+            dry_run=dry_run,
+            limit=self.max_payload_bytes,
         )
         event = RunStarted(
             workflow=workflow,

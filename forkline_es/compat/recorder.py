@@ -22,6 +22,7 @@ from forkline_es.compat.views import RUN_COLUMNS, run_events
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
+from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_least_size, check_payload_size
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
 from forkline_es.redaction import RedactionPolicy, checked_policy
@@ -50,14 +51,18 @@ _decode: Final = decode_json  # payloads may hold integers of any size
 
 
 def logged_event(
-    policy: RedactionPolicy, event_type: str, payload: Any
+    policy: RedactionPolicy, event_type: str, payload: Any, limit: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> tuple[ForklineLogged, tuple[tuple[str, bytes], ...]]:
     """The event and payload row of one ``log_event``: the payload redacted, then canonical JSON.
 
-    A value JSON cannot carry is refused with ``invalid-value`` naming where it is.
+    A value JSON cannot carry is refused with ``invalid-value`` naming where it is, and so
+    is canonical JSON longer than ``limit`` bytes (the store's ``max_payload_bytes``).
     """
     check_text(event_type, "event_type")
-    data = canonical_json(policy.redact(payload))
+    redacted = policy.redact(payload)
+    check_least_size("payload", redacted, limit, typed=False)
+    data = canonical_json(redacted)
+    check_payload_size("payload", data, limit)
     event = ForklineLogged(
         event_type=event_type,
         slots={"payload": Slot(state="present", digest=sha256_digest(data))},
@@ -70,7 +75,8 @@ class RunRecorder:
 
     ``redaction_policy=None`` applies ``RedactionPolicy.default()``, as Forkline 0.5.0 does;
     pass ``RedactionPolicy.none()`` to store payloads unredacted. ``durability`` is the
-    store's (``"normal"``: survives a crash; ``"full"``: also a power loss, like Forkline).
+    store's (``"normal"``: survives a crash; ``"full"``: also a power loss, like Forkline);
+    so is ``max_payload_bytes``, the longest payload's canonical JSON (``Store.open``).
     """
 
     def __init__(
@@ -79,12 +85,18 @@ class RunRecorder:
         redaction_policy: RedactionPolicy | None = None,
         *,
         durability: Durability = "normal",
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if redaction_policy is None:
             redaction_policy = RedactionPolicy.default()
         self.redaction_policy = checked_policy(redaction_policy, "redaction_policy")
         self.db_path = os.fspath(db_path)
-        self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
+        self.store = Store.open(
+            self.db_path,
+            durability=durability,
+            redaction=redaction_policy,
+            max_payload_bytes=max_payload_bytes,
+        )
         self._handles: dict[str, Run] = {}
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).
@@ -128,7 +140,8 @@ class RunRecorder:
         ``invalid-value`` naming where it is. An unknown run is ``run-not-found``; a run
         already ended is a ``conflict``.
         """
-        event, payloads = logged_event(self.redaction_policy, event_type, payload)
+        limit = self.store.max_payload_bytes
+        event, payloads = logged_event(self.redaction_policy, event_type, payload, limit)
         key = next(self._keys)
         run, seq = self._append(run_id, lambda r: r._append_event(event, key, payloads))
         if run.last_position is not None:
