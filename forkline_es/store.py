@@ -134,6 +134,8 @@ class Store:
         default); a longer one is refused with ``invalid-value`` and nothing is written.
         """
         path = _checked_path(path)
+        if durability not in ("normal", "full"):
+            raise StoreError(f"durability must be 'normal' or 'full', not {shown(durability)}")
         check_payload_limit(max_payload_bytes)
         if redaction is not None:
             checked_policy(redaction, "redaction")  # before the file is created
@@ -205,7 +207,7 @@ class Store:
         check_text(parent, "parent", optional=True)
         check_text(predecessor, "predecessor", optional=True)
         if type(dry_run) is not bool:
-            raise InvalidRequest(f"dry_run must be True or False, not {dry_run!r}")
+            raise InvalidRequest(f"dry_run must be True or False, not {shown(dry_run)}")
         checked_pins = self._check_pins(pins)
         rid = check_text(run_id, "run_id", optional=True) or uuid.uuid4().hex
         slots, payloads = encode_slots(
@@ -247,11 +249,12 @@ class Store:
         if pins is None:
             return None
         if not isinstance(pins, Mapping):
-            raise InvalidRequest(f"pins is a map from artifact identity to digest, not {pins!r}")
+            raise InvalidRequest(f"pins is a map from artifact identity to digest, not {shown(pins)}")
         for k, v in pins.items():
-            if not is_text(k) or not is_digest(v):
+            if not is_text(k) or "\x00" in k or not is_digest(v):
                 raise InvalidRequest(
-                    f"pin {k!r}: {v!r} is not 'sha256:' followed by 64 lower-case hex digits"
+                    f"pin {shown(k)}: {shown(v)} is not 'sha256:' followed by 64 lower-case hex digits "
+                    "under an artifact identity of Unicode text without NUL"
                 )
         return dict(pins)
 
@@ -364,6 +367,7 @@ class Store:
         self, run_id: str, classes: Iterable[str] | None = None, reason: str | None = None
     ) -> tuple[tuple[int, str], ...]:
         """Remove a completed run's payload values (of ``classes``; all when None)."""
+        check_text(run_id, "run_id")
         wanted = RetentionPolicy(drop_payloads_after="0s", payload_classes=classes).payload_classes
         return retention.remove_payloads(self, run_id, wanted, "manual", reason)
 

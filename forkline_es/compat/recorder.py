@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from forkline_es.compat.views import RUN_COLUMNS, run_events
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, shown
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_least_size, check_payload_size
@@ -156,7 +156,7 @@ class RunRecorder:
         """
         mapped = STATUSES.get(status) if isinstance(status, str) else None
         if mapped is None:
-            raise InvalidRequest(f"status must be one of {sorted(STATUSES)}, not {status!r}")
+            raise InvalidRequest(f"status must be one of {sorted(STATUSES)}, not {shown(status)}")
         outcome, code = mapped
         key = f"conclude:{outcome}:{code or ''}"  # "success" twice, or then "succeeded": one call
         self._append(run_id, lambda r: r.conclude(outcome, code=code, key=key))
@@ -176,6 +176,7 @@ class RunRecorder:
         with nothing new in the log (the run was ended) is the answer. Retrying is safe:
         a call whose commit was not acknowledged is adopted by the handle (``Run._record``).
         """
+        check_text(run_id, "run_id")
         run = self._handles.get(run_id)
         if run is None:
             run = self._resume(run_id)

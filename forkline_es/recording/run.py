@@ -241,6 +241,7 @@ class Run:
     def child(self, path: str, child_run_id: str, *, key: str | None = None) -> int:
         """Record that the step at ``path`` started the child run ``child_run_id``."""
         check_path(path)
+        check_text(child_run_id, "child run id")
         event = ChildStarted(path=path, child=child_run_id)
         return self._record(
             event,
