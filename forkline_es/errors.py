@@ -21,6 +21,7 @@ __all__ = [
     "StepNotFound",
     "StoreDamaged",
     "StoreError",
+    "shown",
 ]
 
 
@@ -127,3 +128,18 @@ class DeterminismViolation(ForklineError):
         self.expected = expected
         self.actual = actual
         self.changes = changes
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a refusal message: shortened, and never failing itself.
+
+    A caller's bad argument may be an int too large for ``repr`` (Python's digit limit),
+    a 20 MB string, or an object whose ``__repr__`` raises; the message must still be built.
+    """
+    if type(value) is int and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    try:
+        text = repr(value)
+    except Exception:  # any failure of a foreign __repr__
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -26,7 +26,7 @@ from forkline_es.artifacts.anchors import read_anchors
 from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
 from forkline_es.log.connection import Connection, Cursor, Durability, open_connection, open_read_only
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
@@ -34,7 +34,7 @@ from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.markers import MISSING
-from forkline_es.recording.payloads import encode_slots
+from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_text
 from forkline_es.records import operations
@@ -84,6 +84,20 @@ def _taken(run_id: str) -> None:
     )
 
 
+def _checked_path(path: object) -> str | os.PathLike[str]:
+    """A database path as ``Store.open`` takes it: text naming a file, or ``":memory:"``."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if type(text) is not str:
+        raise InvalidRequest(f"a store path is a str or os.PathLike naming a file, not {shown(path)}")
+    if text == "" or "\x00" in text or not is_text(text):
+        raise InvalidRequest(
+            f"store path {shown(text)} names no file (empty, or a NUL or lone surrogate in it); "
+            "pass a file name, or ':memory:' for a store in memory"
+        )
+    assert isinstance(path, str | os.PathLike)
+    return path
+
+
 class Store:
     """A forkline_es database. Open with ``Store.open(path)``; use as a context manager."""
 
@@ -93,8 +107,11 @@ class Store:
         path: str,
         redaction: RedactionPolicy | None = None,
         reopen: Callable[[], Connection] | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.path = path
+        #: The longest payload this handle records, in bytes of canonical JSON (see ``open``).
+        self.max_payload_bytes = check_payload_limit(max_payload_bytes)
         self.log = EventLog(conn, reopen)
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
@@ -122,18 +139,25 @@ class Store:
         redaction: RedactionPolicy | None = None,
         *,
         read_only: bool = False,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> Store:
         """Open or create a store; refuses foreign or newer files with StoreError, untouched.
 
         ``redaction``: a ``RedactionPolicy``; a payload it finds sensitive is recorded as
         ``withheld`` and never reaches the disk. A runs.db that Forkline itself wrote is
-        refused with the two commands that import it.
+        refused with the two commands that import it. ``max_payload_bytes``: the longest
+        payload a recording call may store, in bytes of its canonical JSON (16 MiB by
+        default); a longer one is refused with ``invalid-value`` and nothing is written.
 
         ``read_only``: open an existing store and write nothing, on a read-only file, folder
         or mount too; every write call raises StoreError (docs/records.md, "Reading a copy").
         """
+        path = _checked_path(path)
         if type(read_only) is not bool:
-            raise InvalidRequest(f"read_only must be True or False, not {read_only!r}")
+            raise InvalidRequest(f"read_only must be True or False, not {shown(read_only)}")
+        if durability not in ("normal", "full"):
+            raise StoreError(f"durability must be 'normal' or 'full', not {shown(durability)}")
+        check_payload_limit(max_payload_bytes)
         if redaction is not None:
             checked_policy(redaction, "redaction")  # before the file is created
         try:
@@ -146,7 +170,7 @@ class Store:
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
         reopen = (lambda: open_read_only(path)) if read_only else (lambda: open_connection(path, durability))
-        store = cls(conn, os.fspath(path), redaction, reopen=reopen)
+        store = cls(conn, os.fspath(path), redaction, reopen=reopen, max_payload_bytes=max_payload_bytes)
         try:
             store.projections.ensure()
         except BaseException:
@@ -205,11 +229,14 @@ class Store:
         check_text(parent, "parent", optional=True)
         check_text(predecessor, "predecessor", optional=True)
         if type(dry_run) is not bool:
-            raise InvalidRequest(f"dry_run must be True or False, not {dry_run!r}")
+            raise InvalidRequest(f"dry_run must be True or False, not {shown(dry_run)}")
         checked_pins = self._check_pins(pins)
         rid = check_text(run_id, "run_id", optional=True) or uuid.uuid4().hex
         slots, payloads = encode_slots(
-            {"inputs": inputs, "trigger": trigger}, self.is_sensitive, dry_run=dry_run
+            {"inputs": inputs, "trigger": trigger},
+            self.is_sensitive,
+            dry_run=dry_run,
+            limit=self.max_payload_bytes,
         )
         event = RunStarted(
             workflow=workflow,
@@ -244,11 +271,12 @@ class Store:
         if pins is None:
             return None
         if not isinstance(pins, Mapping):
-            raise InvalidRequest(f"pins is a map from artifact identity to digest, not {pins!r}")
+            raise InvalidRequest(f"pins is a map from artifact identity to digest, not {shown(pins)}")
         for k, v in pins.items():
-            if not is_text(k) or not is_digest(v):
+            if not is_text(k) or "\x00" in k or not is_digest(v):
                 raise InvalidRequest(
-                    f"pin {k!r}: {v!r} is not 'sha256:' followed by 64 lower-case hex digits"
+                    f"pin {shown(k)}: {shown(v)} is not 'sha256:' followed by 64 lower-case hex digits "
+                    "under an artifact identity of Unicode text without NUL"
                 )
         return dict(pins)
 
@@ -381,6 +409,7 @@ class Store:
         self, run_id: str, classes: Iterable[str] | None = None, reason: str | None = None
     ) -> tuple[tuple[int, str], ...]:
         """Remove a completed run's payload values (of ``classes``; all when None)."""
+        check_text(run_id, "run_id")
         wanted = RetentionPolicy(drop_payloads_after="0s", payload_classes=classes).payload_classes
         return retention.remove_payloads(self, run_id, wanted, "manual", reason)
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from forkline_es.artifacts.manifest import Manifest, build_manifest, capture, manifest_file_bytes
 from forkline_es.artifacts.observations import check_metric
 from forkline_es.artifacts.store import ArtifactFiles, Staged
-from forkline_es.errors import InvalidRequest
+from forkline_es.errors import InvalidRequest, shown
 from forkline_es.log.events import ArtifactAdded, ManifestRecorded, Observed, RunStarted
 from forkline_es.recording.state import check_path, check_text
 
@@ -117,6 +117,10 @@ def record_manifest(
 
     if isinstance(packages, str):
         raise InvalidRequest("packages is a list of distribution names, not one string")
+    try:
+        packages = [check_text(p, "a package name") for p in packages]
+    except TypeError:
+        raise InvalidRequest(f"packages is a list of distribution names, not {shown(packages)}") from None
     manifest = build_manifest(capture(__version__, _pins(run), packages, config), facts)
     files = run._store.artifact_files
     path = files.manifest_path(run.id)

@@ -53,7 +53,9 @@ def _rows(store: Store, ids: dict[str, str]) -> list[dict[str, Any]]:
         note = _NOTES[label].replace("demo-first", ids["first"])
         rows.append({**summaries[run_id], "label": label, "shows": note})
         for child in children(store, run_id):
-            rows.append({**summaries[child], "label": f"{label}/child", "shows": f"child run of {run_id}"})
+            if child in summaries:  # an evicted child run is not shown
+                shows = f"child run of {run_id}"
+                rows.append({**summaries[child], "label": f"{label}/child", "shows": shows})
     return rows
 
 

@@ -36,6 +36,8 @@ from forkline_es.log.events import RunStarted
 from forkline_es.recording.payloads import encode_slots
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
+from forkline_es.values import is_text
+from forkline_es.values._bigint import int_from_text
 from forkline_es.values._paths import Refused
 from forkline_es.values._time import utc_text
 
@@ -94,7 +96,10 @@ def _no_constant(name: str) -> Any:
 def _payload(text: object) -> Any:
     if not isinstance(text, str):
         raise ValueError(f"payload is {type(text).__name__}, not JSON text")
-    return json.loads(text, parse_constant=_no_constant)
+    try:  # integers of any size are values; Python's own parser stops at 4,300 digits
+        return json.loads(text, parse_int=int_from_text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("payload is JSON nested too deeply to read") from None
 
 
 def _open_source(path: str) -> apsw.Connection:
@@ -119,8 +124,12 @@ def _run(row: tuple[Any, ...]) -> _SourceRun:
     rid = values["run_id"]
     if not isinstance(rid, str) or not rid:
         raise ValueError(f"run id {rid!r} is not a nonempty string")
+    if not is_text(rid) or "\x00" in rid:
+        raise ValueError(f"run id {rid!r} is not Unicode text without NUL")
     if not isinstance(values["entrypoint"], str) or not values["entrypoint"]:
         raise ValueError(f"run {rid}: entrypoint {values['entrypoint']!r} is not a nonempty string")
+    if not is_text(values["entrypoint"]) or "\x00" in values["entrypoint"]:
+        raise ValueError(f"run {rid!r}: entrypoint {values['entrypoint']!r} is not Unicode text without NUL")
     status = values["status"]
     if status is not None and status not in STATUSES:
         raise ValueError(f"run {rid}: status {status!r} has no engine outcome (one of {sorted(STATUSES)})")
@@ -204,7 +213,7 @@ def _problems(
             taken.append(f"{where}: added to the source after the run was imported and concluded")
         try:
             _instant(ts, "ts")
-            logged_event(policy, kind, _payload(payload))
+            logged_event(policy, kind, _payload(payload), store.max_payload_bytes)
         except ValueError as e:
             invalid.append(f"{where}: {e}")
         except RecordError as e:
@@ -221,7 +230,7 @@ def _record_run(
         handle = store._start(run.run_id, start, payloads, START_KEY)
     with handle.batch():
         for event_id, _, ts, kind, text in events:
-            event, rows = logged_event(policy, kind, _payload(text))
+            event, rows = logged_event(policy, kind, _payload(text), store.max_payload_bytes)
             with store._recorded_at(_instant(ts, "ts")):
                 handle._append_event(event, f"{_EVENT_KEY}{event_id}", rows)
         if run.status is not None:

@@ -18,17 +18,16 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final
 
-import msgspec
-
 from forkline_es.compat.views import RUN_COLUMNS, run_events
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, shown
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
+from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_least_size, check_payload_size
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
-from forkline_es.values import canonical_json, is_text, sha256_digest
+from forkline_es.values import canonical_json, decode_json, is_text, sha256_digest
 
 __all__ = ["STATUSES", "RunRecorder", "logged_event"]
 
@@ -48,18 +47,22 @@ _SELECT_RUN: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = 
 _POSITION: Final = "SELECT position FROM log WHERE run_id = ? AND seq = ?"
 _RACES: Final = 1_000  # appends lost in a row to other writers before giving up
 _HANDLES: Final = 256  # run handles kept open per recorder; older ones are re-read on demand
-_decode: Final = msgspec.json.decode
+_decode: Final = decode_json  # payloads may hold integers of any size
 
 
 def logged_event(
-    policy: RedactionPolicy, event_type: str, payload: Any
+    policy: RedactionPolicy, event_type: str, payload: Any, limit: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> tuple[ForklineLogged, tuple[tuple[str, bytes], ...]]:
     """The event and payload row of one ``log_event``: the payload redacted, then canonical JSON.
 
-    A value JSON cannot carry is refused with ``invalid-value`` naming where it is.
+    A value JSON cannot carry is refused with ``invalid-value`` naming where it is, and so
+    is canonical JSON longer than ``limit`` bytes (the store's ``max_payload_bytes``).
     """
     check_text(event_type, "event_type")
-    data = canonical_json(policy.redact(payload))
+    redacted = policy.redact(payload)
+    check_least_size("payload", redacted, limit, typed=False)
+    data = canonical_json(redacted)
+    check_payload_size("payload", data, limit)
     event = ForklineLogged(
         event_type=event_type,
         slots={"payload": Slot(state="present", digest=sha256_digest(data))},
@@ -72,7 +75,8 @@ class RunRecorder:
 
     ``redaction_policy=None`` applies ``RedactionPolicy.default()``, as Forkline 0.5.0 does;
     pass ``RedactionPolicy.none()`` to store payloads unredacted. ``durability`` is the
-    store's (``"normal"``: survives a crash; ``"full"``: also a power loss, like Forkline).
+    store's (``"normal"``: survives a crash; ``"full"``: also a power loss, like Forkline);
+    so is ``max_payload_bytes``, the longest payload's canonical JSON (``Store.open``).
     """
 
     def __init__(
@@ -81,12 +85,18 @@ class RunRecorder:
         redaction_policy: RedactionPolicy | None = None,
         *,
         durability: Durability = "normal",
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if redaction_policy is None:
             redaction_policy = RedactionPolicy.default()
         self.redaction_policy = checked_policy(redaction_policy, "redaction_policy")
         self.db_path = os.fspath(db_path)
-        self.store = Store.open(self.db_path, durability=durability, redaction=redaction_policy)
+        self.store = Store.open(
+            self.db_path,
+            durability=durability,
+            redaction=redaction_policy,
+            max_payload_bytes=max_payload_bytes,
+        )
         self._handles: dict[str, Run] = {}
         # Idempotency keys unique to this recorder and call: two identical log_event calls
         # are two events, never one call repeated (see _log).
@@ -130,7 +140,8 @@ class RunRecorder:
         ``invalid-value`` naming where it is. An unknown run is ``run-not-found``; a run
         already ended is a ``conflict``.
         """
-        event, payloads = logged_event(self.redaction_policy, event_type, payload)
+        limit = self.store.max_payload_bytes
+        event, payloads = logged_event(self.redaction_policy, event_type, payload, limit)
         key = next(self._keys)
         run, seq = self._append(run_id, lambda r: r._append_event(event, key, payloads))
         if run.last_position is not None:
@@ -145,7 +156,7 @@ class RunRecorder:
         """
         mapped = STATUSES.get(status) if isinstance(status, str) else None
         if mapped is None:
-            raise InvalidRequest(f"status must be one of {sorted(STATUSES)}, not {status!r}")
+            raise InvalidRequest(f"status must be one of {sorted(STATUSES)}, not {shown(status)}")
         outcome, code = mapped
         key = f"conclude:{outcome}:{code or ''}"  # "success" twice, or then "succeeded": one call
         self._append(run_id, lambda r: r.conclude(outcome, code=code, key=key))
@@ -165,6 +176,7 @@ class RunRecorder:
         with nothing new in the log (the run was ended) is the answer. Retrying is safe:
         a call whose commit was not acknowledged is adopted by the handle (``Run._record``).
         """
+        check_text(run_id, "run_id")
         run = self._handles.get(run_id)
         if run is None:
             run = self._resume(run_id)

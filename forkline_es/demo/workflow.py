@@ -113,7 +113,7 @@ def demo_ids(store: fe.Store) -> tuple[dict[str, str], bool]:
     while True:
         ids = {label: f"demo-{label}" + (f"-{n}" if n > 1 else "") for label in LABELS}
         known = [_known(store, run_id) for run_id in ids.values()]
-        if all(known) or not any(known):
+        if all(k == "retained" for k in known) or not any(known):
             return ids, all(known)
         n += 1
 
@@ -155,12 +155,13 @@ def children(store: fe.Store, run_id: str) -> list[str]:
     return [str(e["child"]) for e in record["entries"] if e["kind"] == "child"]
 
 
-def _known(store: fe.Store, run_id: str) -> bool:
-    """Whether the id is taken: by a run in the store, or by one that was evicted."""
+def _known(store: fe.Store, run_id: str) -> str | None:
+    """Whether the id is taken: by a run in the store (``retained``), or by one that was
+    evicted (``evicted``: the demo cannot show it, and its id is never reused)."""
     try:
         store.get_run_record(run_id)
     except fe.RunNotRetained:
-        return True
+        return "evicted"
     except fe.RunNotFound:
-        return False
-    return True
+        return None
+    return "retained"

@@ -47,14 +47,18 @@ class Partial:
     __slots__ = ("suppressed", "value")
 
     def __init__(self, value: Any, suppressed: Sequence[Sequence[str | int]]) -> None:
-        if isinstance(suppressed, str | bytes) or any(isinstance(p, str | bytes) for p in suppressed):
+        try:
+            if isinstance(suppressed, str | bytes) or any(isinstance(p, str | bytes) for p in suppressed):
+                raise TypeError
+            paths = [list(p) for p in suppressed]
+        except TypeError:
             raise InvalidValue(
                 "suppressed is a list of paths, each a list of map keys and list indices "
                 "(e.g. [['a', 0]]; [[]] is the whole value), not a string",
                 "$",
-            )
+            ) from None
         self.value = value
-        self.suppressed = [list(p) for p in suppressed]
+        self.suppressed = paths
 
     def __repr__(self) -> str:
         return f"Partial({self.value!r}, suppressed={self.suppressed!r})"

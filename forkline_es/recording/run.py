@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from forkline_es._logging import get_logger
 from forkline_es.artifacts import recording as _artifacts
 from forkline_es.artifacts.manifest import Manifest
-from forkline_es.errors import Conflict, InvalidRequest, RecordError
+from forkline_es.errors import Conflict, InvalidRequest, InvalidValue, RecordError
 from forkline_es.log.events import (
     ENTRY_KINDS,
     ActionInvoked,
@@ -35,7 +35,7 @@ from forkline_es.log.events import (
 )
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.recording.markers import MISSING
-from forkline_es.recording.payloads import encode_slots
+from forkline_es.recording.payloads import BODY_ALLOWANCE, check_payload_size, encode_slots
 from forkline_es.recording.state import (
     RunState,
     check_attempt,
@@ -66,6 +66,21 @@ class Placement(Protocol):
     def place(self) -> None: ...
 
     def discard(self) -> None: ...
+
+
+def _encoded(event: EventBody) -> bytes:
+    """The event body's canonical JSON; an integer it cannot carry is ``invalid-value``.
+
+    A body holds the call's own fields (a manifest's facts among them), whose integers
+    msgspec writes only up to Python's 4,300-digit limit; payloads carry integers of any size.
+    """
+    try:
+        return encode_body(event)
+    except ValueError:
+        raise InvalidValue(
+            f"the {kind_of(event)} event's own fields (a manifest fact, say) hold what they cannot "
+            "carry, such as an integer of more than 4,300 digits; record such a number in a payload"
+        ) from None
 
 
 def logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
@@ -236,6 +251,7 @@ class Run:
     def child(self, path: str, child_run_id: str, *, key: str | None = None) -> int:
         """Record that the step at ``path`` started the child run ``child_run_id``."""
         check_path(path)
+        check_text(child_run_id, "child run id")
         event = ChildStarted(path=path, child=child_run_id)
         return self._record(
             event,
@@ -468,7 +484,9 @@ class Run:
     # -- the one append path ------------------------------------------------------------
 
     def _slots(self, **args: Any) -> tuple[dict[str, Any], tuple[tuple[str, bytes], ...]]:
-        return encode_slots(args, self._store.is_sensitive, dry_run=self._state.dry_run)
+        return encode_slots(
+            args, self._store.is_sensitive, dry_run=self._state.dry_run, limit=self._store.max_payload_bytes
+        )
 
     def _record(
         self,
@@ -488,7 +506,7 @@ class Run:
         if self._fenced is not None:
             raise Conflict(self._fenced)
         check_text(key, "an idempotency key")
-        body = encode_body(event)
+        body = _encoded(event)
         state = self._state
         self.last_position = None
         seen = state.keys.get(key)
@@ -497,6 +515,16 @@ class Run:
                 raise Conflict(f"a different call was already recorded under idempotency key {key!r}")
             self._placed(placement)
             return seen[1] if seen[1] is not None else seen[0]
+        limit = self._store.max_payload_bytes
+        for slot, data in payloads:  # every path that stores a payload passes here
+            check_payload_size(slot, data, limit)
+        if len(body) > limit + BODY_ALLOWANCE:
+            raise InvalidValue(
+                f"the {kind_of(event)} event's own fields are {len(body):,} bytes of JSON, over "
+                f"this store's limit of {limit:,} bytes (Store.open(max_payload_bytes=...)) plus "
+                f"{BODY_ALLOWANCE:,} for what the engine adds; shorten its text (a reason, a "
+                "manifest fact) or record the bulk as a payload or an artifact",
+            )
         check()
         kind = kind_of(event)
         seq = state.seq + 1

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Final, overload
 
 import msgspec
 
-from forkline_es.errors import Conflict, InvalidRequest
+from forkline_es.errors import Conflict, InvalidRequest, shown
 from forkline_es.log.events import (
     ENTRY_KINDS,
     ONE_OFF_KEY,
@@ -45,6 +45,7 @@ from forkline_es.vocabulary import (
 )
 
 __all__ = [
+    "LARGEST_NUMBER",
     "EntryFact",
     "RunState",
     "check_attempt",
@@ -74,6 +75,11 @@ _STATE_EVENTS = (
 )
 
 
+#: The largest count or number argument (attempt, arm, entry seq, log position): SQLite's
+#: 64-bit integer, which every such number must fit when it is stored or compared in SQL.
+LARGEST_NUMBER: Final = 2**63 - 1
+
+
 def check_path(path: object) -> str:
     problem = path_problem(path)
     if problem is not None:
@@ -90,19 +96,19 @@ def check_branch(branch: Any) -> dict[str, Any] | None:
         ((k, v),) = branch.items()
         if k == "case" and type(v) is str and (v == "" or is_text(v)):  # "" is a case name too
             return {"case": v}
-        if k == "arm" and type(v) is int and v >= 0:
+        if k == "arm" and type(v) is int and 0 <= v <= LARGEST_NUMBER:
             return {"arm": v}
         if k == "else" and v is True:
             return {"else": True}
     raise InvalidRequest(
-        f"branch must be {{'case': str}} (Unicode text), {{'arm': int >= 0}} or {{'else': True}}, "
-        f"not {branch!r}"
+        f"branch must be {{'case': str}} (Unicode text), {{'arm': int from 0 to 2**63 - 1}} or "
+        f"{{'else': True}}, not {shown(branch)}"
     )
 
 
 def check_word(value: object, allowed: frozenset[str], what: str) -> str:
-    if value not in allowed:
-        raise InvalidRequest(f"{what} must be one of {sorted(allowed)}, not {value!r}")
+    if type(value) is not str or value not in allowed:
+        raise InvalidRequest(f"{what} must be one of {sorted(allowed)}, not {shown(value)}")
     assert isinstance(value, str)
     return value
 
@@ -112,12 +118,18 @@ def check_text(value: object, what: str) -> str: ...
 @overload
 def check_text(value: object, what: str, *, optional: bool) -> str | None: ...
 def check_text(value: object, what: str, *, optional: bool = False) -> str | None:
-    """``value`` when it is a nonempty string UTF-8 can encode (None too when ``optional``),
-    else ``invalid-request`` naming ``what``."""
+    """``value`` when it is a nonempty string UTF-8 can encode, without NUL (None too when
+    ``optional``), else ``invalid-request`` naming ``what``.
+
+    NUL is refused: C tools (sqlite3's shell, terminals, log shippers) cut text at it, so
+    ``a\\x00b`` would show as ``a`` and could pass for another run, workflow or code.
+    """
     if value is None and optional:
         return None
-    if not is_text(value):
-        raise InvalidRequest(f"{what} must be a nonempty string of Unicode text, not {value!r}")
+    if not is_text(value) or "\x00" in value:
+        raise InvalidRequest(
+            f"{what} must be a nonempty string of Unicode text without NUL, not {shown(value)}"
+        )
     return value
 
 
@@ -395,17 +407,19 @@ def orphaned_by(facts: list[EntryFact], supersedes: Iterable[int]) -> list[tuple
 
 def check_recover_shape(supersedes: object) -> list[int]:
     """``supersedes`` is a list (or tuple) of distinct entry seq integers; checked before the log."""
-    if not isinstance(supersedes, list | tuple) or any(type(n) is not int for n in supersedes):
-        raise InvalidRequest(f"supersedes must be a list of entry seq integers, not {supersedes!r}")
+    if not isinstance(supersedes, list | tuple) or any(
+        type(n) is not int or not -LARGEST_NUMBER <= n <= LARGEST_NUMBER for n in supersedes
+    ):
+        raise InvalidRequest(f"supersedes must be a list of entry seq integers, not {shown(supersedes)}")
     seqs = list(supersedes)
     if len(set(seqs)) != len(seqs):
-        raise InvalidRequest(f"supersedes lists an entry twice: {seqs!r}")
+        raise InvalidRequest(f"supersedes lists an entry twice: {shown(seqs)}")
     return seqs
 
 
 def check_attempt(attempt: object) -> None:
-    if type(attempt) is not int or attempt < 1:
-        raise InvalidRequest(f"attempt must be a positive integer, not {attempt!r}")
+    if type(attempt) is not int or not 1 <= attempt <= LARGEST_NUMBER:
+        raise InvalidRequest(f"attempt must be an integer from 1 to 2**63 - 1, not {shown(attempt)}")
 
 
 def _kind(event: EventBody) -> str:

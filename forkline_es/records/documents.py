@@ -12,8 +12,6 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-import msgspec
-
 from forkline_es._gc import gc_paused
 from forkline_es.artifacts import sql as artifact_sql
 from forkline_es.log.connection import Cursor
@@ -21,7 +19,7 @@ from forkline_es.log.schema import payload_ids
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import REF, fragment, render_slots, render_summary
 from forkline_es.projections.sql import Persister
-from forkline_es.values import canonical_json
+from forkline_es.values import canonical_json, decode_json
 
 __all__ = [
     "EXTENSIONS",
@@ -33,7 +31,7 @@ __all__ = [
     "referenced_values",
 ]
 
-_decode: Final = msgspec.json.decode
+_decode: Final = decode_json  # payload values may hold integers of any size
 
 #: ``<position>,"<slot>"`` (a reference's text) -> ``,"value":<stored canonical typed value>}``
 Values = dict[str, str]

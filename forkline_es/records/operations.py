@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound
+from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound, shown
 from forkline_es.log.connection import Cursor
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
@@ -43,7 +43,7 @@ def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
 
 def list_runs(store: Store, workflow: str | None = None) -> list[dict[str, Any]]:
     if workflow is not None and not (workflow == "" or is_text(workflow)):
-        raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {workflow!r}")
+        raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {shown(workflow)}")
     with store.log.snapshot() as cur:
         return [render_listed(s) for s in store.projections.persist.load_summaries(cur, workflow)]
 

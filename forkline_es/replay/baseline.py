@@ -27,7 +27,7 @@ import msgspec
 from forkline_es.errors import InvalidRequest, RecordError
 from forkline_es.replay.diff import MAX_CHILD_DEPTH, Resolve
 from forkline_es.replay.shape import check_document
-from forkline_es.values import canonical_json
+from forkline_es.values import canonical_json, decode_json
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -89,7 +89,7 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
             "`forkline-es export RUN --baseline > FILE`"
         ) from None
     try:
-        document = msgspec.json.decode(data)
+        document = decode_json(data)  # any integer; too deep is a DecodeError
     except msgspec.DecodeError as e:
         raise InvalidRequest(f"baseline {str(path)!r} is not JSON: {e}") from None
     return dict(check_document(document, f"baseline {str(path)!r}", MAX_CHILD_DEPTH))

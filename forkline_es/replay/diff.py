@@ -19,6 +19,7 @@ from forkline_es.errors import RecordError
 from forkline_es.replay.align import DEFAULT_WINDOW, Op, align
 from forkline_es.replay.entries import Key, active_entries, comparable, entry_path, keys_of, placement
 from forkline_es.replay.shape import check_document
+from forkline_es.values import decode_json
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
@@ -519,7 +520,7 @@ class _Decoded(Sequence[Mapping[str, Any]]):
             index += len(self._raw)
         entry = self._done.get(index)
         if entry is None:
-            entry = self._done[index] = msgspec.json.decode(self._raw[index])
+            entry = self._done[index] = decode_json(self._raw[index])
         return entry
 
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from forkline_es._logging import get_logger
-from forkline_es.errors import InvalidRequest
+from forkline_es.errors import InvalidRequest, shown
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import end_of_log
-from forkline_es.recording.state import check_text
+from forkline_es.recording.state import LARGEST_NUMBER, check_text
 from forkline_es.values import utc_now
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def register_consumer(store: Store, name: str, since: Literal["start", "now"] = 
     """
     _check_name(name)
     if since not in ("start", "now"):
-        raise InvalidRequest(f"since is 'start' or 'now', not {since!r}")
+        raise InvalidRequest(f"since is 'start' or 'now', not {shown(since)}")
     with store.log.transaction("register consumer") as cur:
         existing = _load(cur, name)
         if existing is not None:
@@ -133,10 +133,10 @@ def completions(
     store: Store, consumer: str | None = None, after: int = 0, limit: int = 100
 ) -> list[Completion]:
     """Retained runs that concluded after ``consumer``'s checkpoint (or ``after``), oldest first."""
-    if type(limit) is not int or limit < 1:
-        raise InvalidRequest(f"limit is a positive integer, not {limit!r}")
-    if type(after) is not int or after < 0:
-        raise InvalidRequest(f"after is a nonnegative log position, not {after!r}")
+    if type(limit) is not int or not 1 <= limit <= LARGEST_NUMBER:
+        raise InvalidRequest(f"limit is an integer from 1 to 2**63 - 1, not {shown(limit)}")
+    if type(after) is not int or not 0 <= after <= LARGEST_NUMBER:
+        raise InvalidRequest(f"after is a log position from 0 to 2**63 - 1, not {shown(after)}")
     with store.log.snapshot() as cur:
         if consumer is not None:
             after = _known(cur, _check_name(consumer)).position
@@ -152,8 +152,8 @@ def completions(
 def acknowledge(store: Store, consumer: str, position: int) -> Consumer:
     """Move ``consumer``'s checkpoint to ``position``; an older position changes nothing."""
     _check_name(consumer)
-    if type(position) is not int or position < 0:
-        raise InvalidRequest(f"position is a nonnegative log position, not {position!r}")
+    if type(position) is not int or not 0 <= position <= LARGEST_NUMBER:
+        raise InvalidRequest(f"position is a log position from 0 to 2**63 - 1, not {shown(position)}")
     with store.log.transaction("acknowledge") as cur:
         current = _known(cur, consumer)
         top = end_of_log(cur)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from forkline_es.errors import InvalidRequest
+from forkline_es.errors import InvalidRequest, shown
 from forkline_es.vocabulary import TERMINAL_OUTCOMES
 
 __all__ = [
@@ -57,15 +57,15 @@ def parse_duration(value: timedelta | str, what: str = "duration") -> timedelta:
             raise InvalidRequest(f"{what} must not be negative, got {value}")
         return value
     if isinstance(value, str) and _DURATION.match(value.strip()):
-        seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(value.strip()))
-        try:
+        try:  # a number past 4,300 digits is a ValueError of int(), and too long anyway
+            seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(value.strip()))
             return timedelta(seconds=seconds)
-        except OverflowError:
+        except (OverflowError, ValueError):
             raise InvalidRequest(
-                f"{what} {value!r} is longer than a timedelta holds (999,999,999 days)"
+                f"{what} {shown(value)} is longer than a timedelta holds (999,999,999 days)"
             ) from None
     raise InvalidRequest(
-        f"{what} is a timedelta or text like '30d', '12h', '1d12h' (units w, d, h, m, s), not {value!r}"
+        f"{what} is a timedelta or text like '30d', '12h', '1d12h' (units w, d, h, m, s), not {shown(value)}"
     )
 
 
@@ -115,18 +115,25 @@ class RetentionPolicy:
         drop_payloads_after: timedelta | str | None = None,
         payload_classes: Iterable[str] | None = None,
     ) -> None:
-        if keep_last is not None and (type(keep_last) is not int or keep_last < 0):
-            raise InvalidRequest(f"keep_last is a nonnegative integer or None, not {keep_last!r}")
+        if keep_last is not None and (type(keep_last) is not int or not 0 <= keep_last <= 2**63 - 1):
+            raise InvalidRequest(
+                f"keep_last is an integer from 0 to 2**63 - 1 or None, not {shown(keep_last)}"
+            )
         classes: frozenset[str] | None = None
         if payload_classes is not None:
             if isinstance(payload_classes, str):
                 payload_classes = [payload_classes]
-            classes = frozenset(payload_classes)
-            unknown = sorted(c for c in classes if c not in PAYLOAD_CLASSES)
+            try:
+                classes = frozenset(payload_classes)
+            except TypeError:
+                raise InvalidRequest(
+                    f"payload_classes is a list of payload classes, not {shown(payload_classes)}"
+                ) from None
+            unknown = sorted(shown(c) for c in classes if c not in PAYLOAD_CLASSES)
             if unknown or not classes:
                 raise InvalidRequest(
                     f"payload_classes must be a nonempty subset of {sorted(PAYLOAD_CLASSES)}, "
-                    f"got unknown {unknown}"
+                    f"got unknown {', '.join(unknown) or 'nothing'}"
                 )
         object.__setattr__(self, "keep_last", keep_last)
         object.__setattr__(self, "max_age", None if max_age is None else parse_duration(max_age, "max_age"))

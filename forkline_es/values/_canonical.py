@@ -10,19 +10,32 @@ notation for 1e-5 <= |x| < 1e16, otherwise ``1e16`` / ``1.5e-7``).
 What msgspec does *not* do is refuse values outside the domain: it writes NaN and the
 infinities as ``null``, and it encodes datetimes, bytes, sets and more. So every document
 is walked once first; the walk raises with the path of the first offending element.
+
+msgspec writes and reads integers only up to Python's int <-> str digit limit (4,300
+digits by default); ``encode_json`` and ``decode_json`` take over beyond it (``_bigint``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import msgspec
 
+from forkline_es.values._bigint import SMALL_BITS, int_from_text, int_text
 from forkline_es.values._paths import KeyAt, Refused, refused_to_invalid
 
-__all__ = ["ENCODER", "MAX_JSON_DEPTH", "SURROGATE", "canonical_json", "is_text"]
+__all__ = [
+    "ENCODER",
+    "MAX_JSON_DEPTH",
+    "SURROGATE",
+    "canonical_json",
+    "decode_json",
+    "encode_json",
+    "is_text",
+]
 
 ENCODER = msgspec.json.Encoder(order="sorted")
 # Deep enough for 256 levels of typed values (two JSON levels each) inside a document,
@@ -106,4 +119,58 @@ def canonical_json(obj: object) -> bytes:
         _check(obj, 0)
     except Refused as refused:
         raise refused_to_invalid(refused) from None
-    return ENCODER.encode(obj)
+    return encode_json(obj)
+
+
+def _large_ints_raw(obj: Any) -> Any:
+    """``obj`` with every integer too large for msgspec replaced by its digits as ``Raw``."""
+    t = type(obj)
+    if t is int:
+        return obj if obj.bit_length() <= SMALL_BITS else _Raw(int_text(obj).encode())
+    if isinstance(obj, dict):
+        return {key: _large_ints_raw(item) for key, item in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_large_ints_raw(item) for item in obj]
+    return obj
+
+
+def encode_json(obj: Any) -> bytes:
+    """``ENCODER.encode(obj)`` for a document already checked, integers of any size included.
+
+    msgspec refuses an integer beyond the digit limit with ``ValueError``; only then is the
+    document copied with those integers as exact digit text (the common case pays nothing).
+    """
+    try:
+        return ENCODER.encode(obj)
+    except ValueError:
+        return ENCODER.encode(_large_ints_raw(obj))
+
+
+_DECODER = msgspec.json.Decoder()
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_json(data: bytes | bytearray | memoryview | str) -> Any:
+    """Plain JSON text as Python data, integers of any size included.
+
+    Raises ``msgspec.DecodeError`` for text that is not JSON, and for JSON nested deeper
+    than the interpreter can follow (never a ``RecursionError``).
+    """
+    try:
+        return _DECODER.decode(data)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON is nested too deeply to read") from None
+    except msgspec.ValidationError as e:
+        if "Integer value out of range" not in str(e):
+            raise
+    # An integer beyond msgspec's reach: the standard parser, with exact big integers.
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode()
+        return json.loads(text, parse_int=int_from_text, parse_constant=_no_constant)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON is nested too deeply to read") from None
+    except ValueError as e:
+        raise msgspec.DecodeError(f"JSON is malformed: {e}") from None

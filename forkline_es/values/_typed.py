@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from forkline_es.errors import InvalidValue
-from forkline_es.values._canonical import ENCODER, SURROGATE
+from forkline_es.values._canonical import SURROGATE, decode_json, encode_json
 from forkline_es.values._file import FILE_MEMBERS, FileRef, check_file_members, file_body
 from forkline_es.values._paths import KeyAt, Refused, refused_to_invalid
 from forkline_es.values._time import (
@@ -40,7 +40,6 @@ MAX_DEPTH = 256
 """Lists and maps nested deeper than this are refused: no real payload needs more, and a
 cyclic structure is caught here instead of overflowing the stack."""
 
-_DECODER = msgspec.json.Decoder()
 _isfinite = math.isfinite
 _KINDS = "null, bool, int, float, string, list, map, timestamp, duration, file"
 
@@ -169,7 +168,7 @@ def encode_value_json(v: object) -> bytes:
         typed = _enc(v, 0)
     except Refused as refused:
         raise refused_to_invalid(refused) from None
-    return ENCODER.encode(typed)
+    return encode_json(typed)
 
 
 def _type_name(v: object) -> str:
@@ -320,9 +319,7 @@ def decode_value(d: object) -> Any:
 def decode_value_json(b: bytes | bytearray | memoryview | str) -> Any:
     """``decode_value`` of typed-value JSON text, as stored by ``encode_value_json``."""
     try:
-        document = _DECODER.decode(b)
+        document = decode_json(b)
     except msgspec.DecodeError as exc:
         raise InvalidValue(f"typed value is not valid JSON ({exc})", "$") from None
-    except RecursionError:
-        raise InvalidValue("typed value JSON is nested too deeply", "$") from None
     return decode_value(document)

@@ -748,3 +748,20 @@ def test_any_source_reads_back_redacted_in_order_and_imports_once(
                 (t, instant(ts)) for _, ts, t, _ in theirs
             ]
             assert [e["payload"] for e in mine] == [policy.redact(json.loads(p)) for *_, p in theirs]
+
+
+def test_a_payload_nested_too_deeply_is_a_listed_problem_and_a_big_integer_is_a_value(tmp_path: Path) -> None:
+    runs = [{"run_id": "r", "entrypoint": "x.py", "started_at": "2026-01-01T12:00:00+00:00"}]
+    deep = "[" * 100_000 + "]" * 100_000
+    source = forkline_db(tmp_path / "old.db", runs, [("r", "2026-01-01T12:00:01+00:00", "t", deep)])
+    with fe.Store.open(tmp_path / "new.db") as store:
+        with pytest.raises(fe.InvalidRequest, match="nested too deeply"):
+            fe.import_forkline(source, store)
+        assert log_rows(store) == []
+    big = "-" + "7" * 5000
+    source = forkline_db(tmp_path / "big.db", runs, [("r", "2026-01-01T12:00:01+00:00", "t", f"[{big}]")])
+    with fe.Store.open(tmp_path / "new.db") as store:
+        fe.import_forkline(source, store)
+        with fe.RunRecorder(tmp_path / "new.db") as recorder:
+            payload = recorder.get_events("r")[0]["payload"]
+            assert fe.canonical_json(payload) == f"[{big}]".encode()  # exact digits, past 4,300

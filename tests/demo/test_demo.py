@@ -213,3 +213,17 @@ def test_resume_after_a_crash_inside_a_nested_step(store: fe.Store) -> None:
     assert (doc["steps"]["fetch/0"]["generation"], doc["steps"]["fetch/1"]["generation"]) == (0, 1)
     assert [e["attempt"] for e in entries_of(doc, "invoke", "fetch/1")] == [1, 2]
     assert calls == 2
+
+
+def test_demo_after_its_runs_were_evicted_records_a_fresh_set(tmp_path: Path) -> None:
+    db = tmp_path / "d.db"
+    assert CliRunner().invoke(main, ["demo", "--db", str(db)]).exit_code == 0
+    with fe.Store.open(db) as store:
+        for summary in store.list_runs():
+            if summary["status"] in ("succeeded", "failed", "cancelled", "stopped"):
+                store.evict_run(summary["id"], "retention", force=True)
+    again = CliRunner().invoke(main, ["demo", "--db", str(db), "--json"])
+    assert again.exit_code == 0, again.output  # was a KeyError: evicted ids counted as present
+    out = json.loads(again.output)
+    assert out["recorded"] is True
+    assert {r["id"] for r in out["runs"]} >= {"demo-first-2", "demo-replay-2"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import forkline_es as fe
@@ -74,3 +75,15 @@ def test_export_and_diff_against_a_baseline(db_path: Path, tmp_path: Path) -> No
     assert bad.exit_code == 1
     missing = runner.invoke(main, ["diff", "--db", str(db_path), "--baseline", str(tmp_path / "no.json"), b])
     assert missing.exit_code == 2 and "invalid-request" in missing.output
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000])
+def test_a_baseline_nested_too_deeply_is_a_refusal_not_a_crash(
+    db_path: Path, tmp_path: Path, text: str
+) -> None:
+    a, _, _ = _runs(db_path)
+    deep = tmp_path / "deep.json"
+    deep.write_text(text)
+    result = CliRunner().invoke(main, ["diff", "--db", str(db_path), "--baseline", str(deep), a])
+    assert result.exit_code == 2, result.output  # was a RecursionError traceback
+    assert "invalid-request" in result.output and "nested too deeply" in result.output
