@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from forkline_es.artifacts.manifest import Manifest, build_manifest, capture, manifest_file_bytes
 from forkline_es.artifacts.observations import check_metric
-from forkline_es.errors import InvalidRequest
+from forkline_es.errors import InvalidRequest, RunNotRetained
 from forkline_es.log.events import ArtifactAdded, ManifestRecorded, Observed, RunStarted
 from forkline_es.recording.state import check_path, check_text
 
@@ -73,11 +73,22 @@ def add_artifact(
 
         def check_and_place() -> None:
             run._state.check_artifact(label, staged.sha256)
+            _refuse_evicted(run)
             files.place(staged)
 
         return run._append_event(event, key or f"artifact:{label}", (), check_and_place)
     finally:
         files.discard(staged)  # a no-op once placed
+
+
+def _refuse_evicted(run: Run) -> None:
+    """An evicted run takes no more events (the log refuses them inside the append), so no
+    file is placed for one: asked before the file is written, not only at the commit."""
+    if run._store.log.eviction(run.id) is not None:
+        raise RunNotRetained(
+            f"run {run.id!r} was evicted (its eviction is recorded), so it takes no more artifacts "
+            "or manifests; nothing was written (record into a new run instead)"
+        )
 
 
 def _pins(run: Run) -> dict[str, str] | None:
@@ -112,6 +123,7 @@ def record_manifest(
 
     def check_and_write() -> None:
         run._state.check_manifest(manifest.digest)
+        _refuse_evicted(run)
         files.write(path, data)
 
     seq = run._append_event(event, key or "manifest", (), check_and_write)
