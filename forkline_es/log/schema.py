@@ -274,9 +274,10 @@ EVICTED_RUN_REFUSED: Final = "run-not-retained"
 # Before, a handle on a concluded run went on appending observations, artifacts and
 # manifests after another process evicted the run: orphan rows at seq 5, 6, ... of a run
 # whose start was gone, which a later run under the same id took for its own once the
-# tombstone was purged. The check is one seek in ``eviction``'s key per row (about 1% of
-# a one-event append); it steps aside for version 4's refusals of a replaced row, so that
-# such an insert keeps the message it had (those lookups run only for an evicted run).
+# tombstone was purged. The check is one seek in ``eviction``'s key per row (1-2% of a
+# one-event append, ~5% of a row in a large batch); it steps aside for version 4's
+# refusals of a replaced row, so that such an insert keeps the message it had (those
+# lookups run only for an evicted run).
 #
 # Rows a version-4 store already took for an evicted run are deleted here, their values
 # first: their run's eviction is recorded, the one case where the log's rules let a row
