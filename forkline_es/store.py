@@ -255,7 +255,13 @@ class Store:
         """Record a checked start under ``key`` (an empty key is refused, not replaced)."""
         if self.log.eviction(rid) is not None:
             raise Conflict(f"run id {rid!r} belonged to an evicted run; identities are never reused")
-        if self.log.run_exists(rid):
+        first = self._first_seq(rid)
+        if first is not None and first != 1:
+            raise Conflict(
+                f"run id {rid!r} still has rows appended after its run was evicted (before schema "
+                "version 5), whose eviction record is purged; verify reports them: choose another run_id"
+            )
+        if first == 1:
             run = self.resume_run(rid)
             run._record(event, key, payloads, lambda: _taken(rid))  # repeat or conflict
             return run
@@ -280,17 +286,31 @@ class Store:
                 )
         return dict(pins)
 
+    def _first_seq(self, run_id: str) -> int | None:
+        """The seq of the run's first row: 1, None when it has none, more for rows left
+        behind by an eviction (appended after it before schema version 5)."""
+        rows = list(self.log.read_run_from(run_id, 1, limit=1))
+        return rows[0].seq if rows else None
+
     @_writes
     def resume_run(self, run_id: str) -> Run:
-        """A handle at the run's current state and generation, from any process."""
+        """A handle at the run's current state and generation, from any process.
+
+        An evicted run is ``run-not-retained`` while its eviction record is kept, whatever
+        rows its id still has; rows without a start are no run (``run-not-found``).
+        """
         check_text(run_id, "run_id")
         state = RunState(run_id=run_id)
         with self.log.snapshot() as cur:
+            if self.log.eviction(run_id, cur) is not None:
+                raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")
             for row in self.log.read_run(run_id, cur):
+                if state.seq == 0 and row.seq != 1:
+                    raise RunNotFound(
+                        f"run {run_id!r} has no start: only rows appended after its eviction remain "
+                        "(its eviction record is purged; verify reports them)"
+                    )
                 state.apply_row(row)
-            evicted = state.seq == 0 and self.log.eviction(run_id, cur) is not None
-        if evicted:
-            raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")
         if state.seq == 0:
             raise RunNotFound(f"no run {run_id!r} in {self.path}")
         return Run(self, state)

@@ -17,10 +17,10 @@ import apsw
 import msgspec
 
 from forkline_es._logging import get_logger
-from forkline_es.errors import Conflict, ForklineError, StoreDamaged, StoreError
+from forkline_es.errors import Conflict, ForklineError, RunNotRetained, StoreDamaged, StoreError
 from forkline_es.log.connection import Connection, Cursor
 from forkline_es.log.rows import LOG_COLUMNS, LogRow, NewRow
-from forkline_es.log.schema import END_OF_LOG, SLOTS_PER_EVENT, payload_ids
+from forkline_es.log.schema import END_OF_LOG, EVICTED_RUN_REFUSED, SLOTS_PER_EVENT, payload_ids
 from forkline_es.log.wal import WalWatch, release
 
 __all__ = ["EventLog", "end_of_log", "translate"]
@@ -43,6 +43,11 @@ def translate(error: apsw.Error, what: str) -> ForklineError:
         return Conflict(
             f"{what}: another writer appended to this run first (its seq is taken); "
             "get a fresh handle with store.resume_run(run_id) and decide again"
+        )
+    if isinstance(error, apsw.ConstraintError) and EVICTED_RUN_REFUSED in str(error):
+        return RunNotRetained(
+            f"{what}: the run was evicted (its eviction is recorded), so it takes no more events; "
+            "nothing was written (record into a new run instead)"
         )
     if isinstance(error, apsw.BusyError | apsw.LockedError):
         return Conflict(f"{what}: the database stayed locked by another writer; retry the call")

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["APPLICATION_ID", "END_OF_LOG", "MIGRATIONS", "SCHEMA_VERSION", "SLOTS_PER_EVENT", "payload_ids"]
+__all__ = [
+    "APPLICATION_ID",
+    "END_OF_LOG",
+    "EVICTED_RUN_REFUSED",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SLOTS_PER_EVENT",
+    "payload_ids",
+]
 
 #: ``PRAGMA application_id`` of a forkline_es database: "FKes" in ASCII.
 APPLICATION_ID: Final = 0x464B6573
@@ -259,7 +267,49 @@ BEGIN
 END;
 """
 
+#: What ``eventlog.translate`` finds in the message of ``log_refuses_evicted_runs``.
+EVICTED_RUN_REFUSED: Final = "run-not-retained"
+
+# Version 5: a run whose eviction is recorded takes no more rows, whatever client writes.
+# Before, a handle on a concluded run went on appending observations, artifacts and
+# manifests after another process evicted the run: orphan rows at seq 5, 6, ... of a run
+# whose start was gone, which a later run under the same id took for its own once the
+# tombstone was purged. The check is one seek in ``eviction``'s key per row (1-2% of a
+# one-event append, ~5% of a row in a large batch); it steps aside for version 4's
+# refusals of a replaced row, so that such an insert keeps the message it had (those
+# lookups run only for an evicted run).
+#
+# Rows a version-4 store already took for an evicted run are deleted here, their values
+# first: their run's eviction is recorded, the one case where the log's rules let a row
+# go. The end of the log moves into log_end first, so their positions are never given out
+# again; the projectors are marked outdated only when there were any, so the next open
+# refolds the projections without them (their artifact, manifest and observation rows;
+# gc then removes the files no retained run references). Rows whose eviction record was
+# purged before this version are left, as no rule lets them go: verify reports them
+# (seq-gap at seq 1), resume_run answers run-not-found and a start under their id is refused.
+_V5: Final = f"""
+INSERT INTO log_end (id, position)
+SELECT 1, l.position FROM log AS l JOIN eviction AS e ON e.run_id = l.run_id
+WHERE true ORDER BY l.position DESC LIMIT 1
+ON CONFLICT (id) DO UPDATE SET position = max(position, excluded.position);
+UPDATE projector SET version = -1
+WHERE EXISTS (SELECT 1 FROM log AS l JOIN eviction AS e ON e.run_id = l.run_id);
+DELETE FROM payload WHERE id IN (
+    SELECT p.id FROM eviction AS e JOIN log AS l ON l.run_id = e.run_id
+    JOIN payload AS p ON p.id {payload_ids("l.position")}
+);
+DELETE FROM log WHERE run_id IN (SELECT run_id FROM eviction);
+
+CREATE TRIGGER log_refuses_evicted_runs BEFORE INSERT ON log
+WHEN EXISTS (SELECT 1 FROM eviction WHERE run_id = NEW.run_id)
+ AND NOT EXISTS (SELECT 1 FROM log WHERE position = NEW.position)
+ AND NOT EXISTS (SELECT 1 FROM log WHERE run_id = NEW.run_id AND seq = NEW.seq)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: {EVICTED_RUN_REFUSED}: the run is evicted and takes no more rows');
+END;
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from forkline_es._logging import get_logger
 from forkline_es.artifacts import recording as _artifacts
 from forkline_es.artifacts.manifest import Manifest
-from forkline_es.errors import Conflict, InvalidRequest, InvalidValue, RecordError
+from forkline_es.errors import Conflict, InvalidRequest, InvalidValue, RecordError, RunNotRetained
 from forkline_es.log.events import (
     ENTRY_KINDS,
     ActionInvoked,
@@ -566,6 +566,8 @@ class Run:
                 "(store.resume_run(run_id) gives a handle at the current generation)"
             )
             raise
+        except RunNotRetained:
+            raise  # refused inside the transaction (log_refuses_evicted_runs): nothing committed
         except BaseException:
             self._unacked = row  # e.g. the acknowledgement was lost after COMMIT
             raise

@@ -1,7 +1,9 @@
-"""Schema version 1 -> 4. Version 2: the log loses AUTOINCREMENT and live projectors lose their
+"""Schema version 1 -> 5. Version 2: the log loses AUTOINCREMENT and live projectors lose their
 per-append position write. Version 3: payload values move to a rowid table keyed by
 ``payload_ids`` ranges. Version 4: triggers refuse an insert that would replace a row.
-Every fact, position, value and digest survives, and positions are still never reused.
+Version 5: a trigger refuses rows of an evicted run, and the rows such a run took before are
+deleted. Every other fact, position, value and digest survives, and positions are still
+never reused.
 
 A version-1 file is made the way version-1 code left it: the version-1 DDL, then the rows
 (and projection tables) of a store recorded by today's code, with the projector positions
@@ -10,6 +12,7 @@ at the end of the log as version 1 kept them.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ import forkline_es as fe
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SLOTS_PER_EVENT
 
 _CORE = ("log", "payload", "eviction", "consumer", "projector", "log_end")
-# Made by the migrations to versions 2, 3 and 4, not present in a version-1 file.
+# Made by the migrations to versions 2 to 5, not present in a version-1 file.
 _LATER = (
     "eviction_position",
     "log_end",
@@ -30,6 +33,7 @@ _LATER = (
     "log_is_never_replaced",
     "log_seq_is_never_replaced",
     "payload_is_never_replaced",
+    "log_refuses_evicted_runs",
 )
 
 
@@ -122,7 +126,7 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
 
     with fe.Store.open(old) as store:
         conn = store.conn
-        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 5
         assert {t: _rows(conn, t) for t in ("log", "payload", "eviction")} == before
         log_sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'log'").fetchall()[0][0]
         assert "AUTOINCREMENT" not in log_sql
@@ -239,4 +243,117 @@ def test_a_version_2_value_without_its_log_row_stops_the_migration_to_3(version_
     conn = apsw.Connection(str(version_1))
     assert conn.execute("PRAGMA user_version").fetchall()[0][0] == 2
     assert _rows(conn, "payload") == payload
+    conn.close()
+
+
+# -- version 4 -> 5: an evicted run takes no more rows ------------------------------------
+
+_V5_OBJECTS = ("log_refuses_evicted_runs",)
+LATER = datetime.now(UTC) + timedelta(days=1)
+
+
+def _schema(conn: Any) -> set[tuple[str, str, str]]:
+    return {
+        (t, n, s)
+        for t, n, s in conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE sql IS NOT NULL")
+    }
+
+
+def _as_version_4(conn: Any) -> None:
+    """Take the file back to the version-4 layout: what version 5 adds goes, user_version 4.
+    Checked against the version-4 migrations run on an empty database."""
+    for name in _V5_OBJECTS:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("PRAGMA user_version = 4")
+    fresh = apsw.Connection(":memory:")
+    fresh.execute("PRAGMA foreign_keys = OFF")
+    fresh.execute("PRAGMA legacy_alter_table = ON")
+    for step in MIGRATIONS[:4]:
+        fresh.execute(step)
+    version_4 = _schema(fresh)
+    fresh.close()
+    assert {o for o in _schema(conn) if o[1] in {n for _, n, _ in version_4}} == version_4
+
+
+def _orphans(store: fe.Store, run: fe.Run) -> None:
+    """Rows appended to ``run`` after its eviction, as version-4 code let a handle do: one
+    with a payload value (a Forkline event's), and an observation (a projection row)."""
+    from forkline_es.compat.recorder import logged_event
+
+    event, payloads = logged_event(fe.RedactionPolicy.default(), "late", {"note": "value"})
+    run._append_event(event, "late-event", payloads, lambda: None)
+    run.observe("late", 1.0)
+
+
+def test_a_version_4_file_loses_the_rows_its_evicted_runs_took_and_refuses_more(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    with fe.Store.open(path) as store:
+        kept = store.start_run("wf", run_id="kept", inputs={"k": 1})
+        kept.conclude("succeeded", outputs={"k": 1})
+        gone = store.start_run("wf", run_id="gone", inputs={"g": 1})
+        gone.conclude("succeeded")
+        purged = store.start_run("wf", run_id="purged", inputs={"p": 1})
+        purged.conclude("succeeded")
+        _as_version_4(store.conn)
+        store.evict_run("purged", reason="test")
+        _orphans(store, purged)
+        store.purge_tombstones("0s", now=LATER)  # its rows stay behind without a record
+        store.evict_run("gone", reason="test")
+        _orphans(store, gone)  # the newest positions of the log
+        conn = store.conn
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == 4
+        assert conn.execute("SELECT count(*) FROM log WHERE run_id = 'gone'").fetchall()[0][0] == 2
+        assert conn.execute("SELECT count(*) FROM observation WHERE run_id = 'gone'").fetchall()[0][0] == 1
+        top = store.log.end_position()
+        kept_rows = conn.execute("SELECT * FROM log WHERE run_id IN ('kept', 'purged') ORDER BY 1").fetchall()
+        evictions = conn.execute("SELECT * FROM eviction").fetchall()
+        kept_values = conn.execute(
+            "SELECT p.* FROM payload AS p JOIN log USING (position) WHERE run_id != 'gone' ORDER BY p.id"
+        ).fetchall()
+        assert len(kept_values) < conn.execute("SELECT count(*) FROM payload").fetchall()[0][0]
+        document = store.get_run_record("kept")
+
+    with fe.Store.open(path) as store:
+        conn = store.conn
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 5
+        assert conn.execute("SELECT count(*) FROM log WHERE run_id = 'gone'").fetchall() == [(0,)]
+        assert conn.execute("SELECT * FROM payload ORDER BY id").fetchall() == kept_values
+        assert conn.execute("SELECT count(*) FROM observation WHERE run_id = 'gone'").fetchall() == [(0,)]
+        # Everything else is as it was: retained rows, the left-behind rows, the tombstone.
+        assert conn.execute("SELECT * FROM log ORDER BY 1").fetchall() == kept_rows
+        assert conn.execute("SELECT * FROM eviction").fetchall() == evictions
+        assert store.get_run_record("kept") == document
+        assert store.check_projections() == []
+        assert store.log.end_position() == top  # the deleted rows' positions are never given out again
+        assert _first_position(conn, store.start_run("wf", run_id="after").id) == top + 1
+        # The one run still reported: rows whose eviction record was purged before version 5.
+        reported = [r for r in store.verify_all() if not r.ok]
+        assert [(r.run_id, r.problems[0].kind, r.problems[0].seq) for r in reported] == [
+            ("purged", "seq-gap", 1)
+        ]
+        with pytest.raises(fe.RunNotRetained):
+            store.resume_run("gone")
+        with pytest.raises(fe.RunNotRetained):
+            gone_again = fe.Run(store, gone._state)
+            gone_again.observe("later still", 2.0)
+        with pytest.raises(fe.Conflict):
+            store.start_run("wf", run_id="purged")
+
+
+def test_a_version_4_file_without_such_rows_keeps_its_projections(tmp_path: Path) -> None:
+    """The projectors are marked outdated (a refold at the next open) only when rows went."""
+    path = tmp_path / "v4.db"
+    with fe.Store.open(path) as store:
+        run = store.start_run("wf", run_id="r")
+        run.conclude("succeeded")
+        store.evict_run("r", reason="test")
+        store.start_run("wf", run_id="kept").conclude("succeeded")
+        _as_version_4(store.conn)
+    conn = apsw.Connection(str(path))
+    projectors = conn.execute("SELECT * FROM projector ORDER BY name").fetchall()
+    log = conn.execute("SELECT * FROM log ORDER BY position").fetchall()
+    with conn:
+        conn.execute(MIGRATIONS[4])
+    assert conn.execute("SELECT * FROM projector ORDER BY name").fetchall() == projectors
+    assert conn.execute("SELECT * FROM log ORDER BY position").fetchall() == log
     conn.close()

@@ -140,6 +140,49 @@ class RetentionMachine(HistoryMachine):
         self.evicted |= gone
         self._check_after(before, {r.run_id for r in report.reduced})
 
+    @precondition(lambda self: bool(self.evicted - self.purged))
+    @rule(data=st.data(), what=st.sampled_from(["observe", "artifact", "manifest"]))
+    def append_to_evicted(self, data: st.DataObject, what: str) -> None:
+        """A handle kept on an evicted run: every append is run-not-retained and writes nothing."""
+        run = self.handles[data.draw(st.sampled_from(sorted(self.evicted - self.purged)), label="evicted")]
+        self.counter += 1
+        calls = {
+            "observe": lambda: run.observe(f"late-{self.counter}", 1.0),
+            "artifact": lambda: run.add_artifact(f"late {self.counter}".encode(), "trace"),
+            "manifest": lambda: run.record_manifest(config={"late": self.counter}),
+        }
+        before = self._snapshot()
+        try:
+            calls[what]()
+        except fe.RunNotRetained:
+            pass
+        except fe.Conflict:  # a manifest other than the one it recorded: refused before the log
+            assert what == "manifest" and run._state.manifest is not None
+        else:
+            raise AssertionError(f"{what} appended to the evicted run {run.id}")
+        assert self.store.conn.execute("SELECT count(*) FROM log WHERE run_id = ?", (run.id,)).fetchall() == [
+            (0,)
+        ]
+        self._check_after(before, set())
+
+    @precondition(lambda self: bool(self.evicted))
+    @rule(data=st.data())
+    def reuse_evicted_id(self, data: st.DataObject) -> None:
+        """An evicted run's id: refused while its tombstone is kept, an empty history after."""
+        run_id = data.draw(st.sampled_from(sorted(self.evicted)), label="reuse")
+        if run_id not in self.purged:
+            try:
+                self.store.start_run("wf", run_id=run_id)
+            except fe.Conflict:
+                return
+            raise AssertionError(f"{run_id} was reused while its tombstone is kept")
+        run = self.store.start_run("wf", run_id=run_id)
+        rows = self.store.conn.execute("SELECT seq FROM log WHERE run_id = ?", (run_id,)).fetchall()
+        assert rows == [(1,)]
+        self.handles[run_id], self.dry[run_id] = run, False
+        self.evicted.discard(run_id)
+        self.purged.discard(run_id)
+
     @rule()
     def purge(self) -> None:
         self.store.purge_tombstones("0s", now=LATER)
