@@ -93,6 +93,13 @@ def _synchronous(conn: Connection, durability: Durability) -> None:
     conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
 
 
+def _secure_delete(conn: Connection, durability: Durability) -> None:
+    """Deleted content is overwritten with zeros, and freed pages too, on every connection:
+    a value removed by retention must not survive in a page that is later reused (gc then
+    gives the free pages back and empties the WAL, docs/retention.md)."""
+    conn.execute("PRAGMA secure_delete = ON")
+
+
 def _cache(conn: Connection, durability: Durability) -> None:
     conn.execute("PRAGMA cache_size = -16000")  # 16 MB page cache
     conn.execute("PRAGMA temp_store = MEMORY")
@@ -103,6 +110,7 @@ _SETUP: Final[tuple[Callable[[Connection, Durability], None], ...]] = (
     _foreign_keys,
     _wal,
     _synchronous,
+    _secure_delete,
     _cache,
 )
 

@@ -223,8 +223,8 @@ def test_a_store_with_a_crashed_writers_wal_opens_with_its_events(db_path: Path)
 
 @pytest.mark.parametrize("durability", ["normal", "full"])
 def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durability: Durability) -> None:
-    """WAL, the durability's synchronous level, foreign keys, the WAL size limit, and the
-    store's checkpoint policy in place of SQLite's auto-checkpoint."""
+    """WAL, the durability's synchronous level, foreign keys, secure delete, the WAL size
+    limit, and the store's checkpoint policy in place of SQLite's auto-checkpoint."""
     with fe.Store.open(db_path, durability=durability) as store:
         pragma = {
             name: store.conn.execute(f"PRAGMA {name}").fetchall()[0][0]
@@ -232,6 +232,7 @@ def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durabilit
                 "journal_mode",
                 "synchronous",
                 "foreign_keys",
+                "secure_delete",
                 "journal_size_limit",
                 "wal_autocheckpoint",
             )
@@ -245,6 +246,7 @@ def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durabilit
         "journal_mode": "wal",
         "synchronous": 2 if durability == "full" else 1,
         "foreign_keys": 1,
+        "secure_delete": 1,
         "journal_size_limit": 24 * 1024 * 1024,
         "wal_autocheckpoint": 0,  # log.checkpoint.WalBound checkpoints instead
     }
