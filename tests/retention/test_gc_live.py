@@ -11,6 +11,7 @@ runs, and a driver error leaves gc as a StoreError.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import apsw
 import pytest
+from click.testing import CliRunner
 
 import forkline_es as fe
+from forkline_es.cli import main
 from forkline_es.log.eventlog import translate
 
 LATER = datetime.now(UTC) + timedelta(days=1)
@@ -106,6 +109,30 @@ def test_gc_beside_a_reader_and_a_writer(tmp_path: Path) -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_the_cli_says_what_gc_left_and_why(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        store.start_run("wf", inputs={"n": 1}).conclude("succeeded")
+    reader = apsw.Connection(str(db_path))
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM log").fetchall()  # a snapshot, held
+    try:
+        with fe.Store.open(db_path) as store:
+            store.start_run("wf", inputs={"n": 2})  # frames the reader's snapshot predates
+        result = CliRunner().invoke(main, ["gc", "--db", str(db_path)])
+        assert result.exit_code == 0, result.output
+        assert "not done: WAL not truncated: a reader holds a snapshot" in result.stderr
+        result = CliRunner().invoke(main, ["gc", "--db", str(db_path), "--json"])
+        report = json.loads(result.stdout)
+        assert report["complete"] is False and report["wal_truncated"] is False
+        assert "a reader holds a snapshot" in report["not_done"][0]
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    result = CliRunner().invoke(main, ["gc", "--db", str(db_path), "--json"])
+    assert json.loads(result.stdout)["complete"] is True
+    assert "not done" not in result.stderr
 
 
 @pytest.mark.parametrize("grace", ["x", float("nan"), float("inf"), -1, -0.5, True, None, 10**400, [1]])
