@@ -506,7 +506,7 @@ def _empty_wal(store: Store) -> str | None:
     last = truncate(store.conn, _WAL_WAIT)
     if last.done:
         return None
-    why = "a reader holds a snapshot" if last.reader_behind else "readers or writers kept it in use"
+    why = "a reader holds a snapshot" if last.uncopied else "readers or writers kept it in use"
     return (
         f"WAL not truncated: {why} (gc waited {_WAL_WAIT:.0f} s); removed values may remain "
         "in its frames until a later gc empties it: run gc again once long reads have ended"
