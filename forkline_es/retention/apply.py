@@ -110,7 +110,7 @@ class GcReport:
     Sizes: pages in use, and bytes on disk (db + WAL) before and after. ``not_done`` says
     what is left for a later ``gc`` (e.g. the WAL was not emptied because a reader holds
     a snapshot); while it is not empty, removed values may still be in the database's
-    free pages or its WAL (docs/retention.md, Deletion).
+    free pages or its WAL (docs/retention.md, gc and deletion).
     """
 
     page_size: int
@@ -549,14 +549,14 @@ def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
         not_done=len(not_done),
     )
     return GcReport(
-        page_size,
-        pages_before,
-        pages_after,
-        bytes_before,
-        bytes_after,
-        files,
-        removed,
-        free,
-        wal is None,
-        tuple(not_done),
+        page_size=page_size,
+        pages_before=pages_before,
+        pages_after=pages_after,
+        file_bytes_before=bytes_before,
+        file_bytes_after=bytes_after,
+        artifact_files_removed=files,
+        artifact_bytes_removed=removed,
+        free_pages=free,
+        wal_truncated=wal is None,
+        not_done=tuple(not_done),
     )
