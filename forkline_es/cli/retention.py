@@ -132,7 +132,11 @@ def evict(db: str, run_id: str, reason: str, force: bool, as_json: bool) -> None
 @db_option
 @json_option
 def gc(db: str, as_json: bool) -> None:
-    """Give the space freed by eviction back to the file system (incremental vacuum, WAL truncate)."""
+    """Give the space freed by eviction back to the file system (incremental vacuum, WAL truncate).
+
+    Once it completes, no removed or evicted value is left in the database or its WAL
+    (docs/retention.md); what it could not do now, and why, is printed as "not done".
+    """
     store = open_for_read(db)
     with store, refusals():
         report = store.gc()
@@ -143,6 +147,8 @@ def gc(db: str, as_json: bool) -> None:
         f"pages {report.pages_before} -> {report.pages_after} ({report.page_size} bytes each); "
         f"file {report.file_bytes_before} -> {report.file_bytes_after} bytes"
     )
+    for why in report.not_done:
+        click.echo(f"not done: {why}", err=True)
 
 
 COMMANDS: list[click.Command] = [retention, evict, gc]

@@ -20,6 +20,7 @@ import apsw
 from forkline_es._logging import get_logger
 from forkline_es.errors import StoreDamaged, StoreError
 from forkline_es.log import frozen
+from forkline_es.log.checkpoint import LIMIT_BYTES, install
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = [
@@ -81,7 +82,7 @@ def _foreign_keys(conn: Connection, durability: Durability) -> None:
 
 
 def checkpoint_frames(durability: Durability) -> int:
-    """The WAL auto-checkpoint interval, in frames, at ``durability``."""
+    """The WAL checkpoint interval, in frames, at ``durability`` (``log.checkpoint``)."""
     # At normal, an executor's event touches several pages (log, payload and projection
     # rows), most of them the same few hot pages again; checkpointing every 4,000 frames
     # (~16 MB of WAL) instead of SQLite's 1,000 writes each hot page back a quarter as
@@ -93,12 +94,20 @@ def checkpoint_frames(durability: Durability) -> int:
 
 
 def _wal(conn: Connection, durability: Durability) -> None:
+    """WAL mode; its checkpoints are ``log.checkpoint.WalBound``'s, set once the busy handler is."""
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(f"PRAGMA wal_autocheckpoint = {checkpoint_frames(durability)}")
+    conn.execute(f"PRAGMA journal_size_limit = {LIMIT_BYTES}")
 
 
 def _synchronous(conn: Connection, durability: Durability) -> None:
     conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+
+
+def _secure_delete(conn: Connection, durability: Durability) -> None:
+    """Deleted content is overwritten with zeros, and freed pages too, on every connection:
+    a value removed by retention must not survive in a page that is later reused (gc then
+    gives the free pages back and empties the WAL, docs/retention.md)."""
+    conn.execute("PRAGMA secure_delete = ON")
 
 
 def _cache(conn: Connection, durability: Durability) -> None:
@@ -111,6 +120,7 @@ _SETUP: Final[tuple[Callable[[Connection, Durability], None], ...]] = (
     _foreign_keys,
     _wal,
     _synchronous,
+    _secure_delete,
     _cache,
 )
 
@@ -261,7 +271,8 @@ def open_connection(
     except apsw.Error as e:
         raise StoreError(f"cannot open {spath}: {e}") from None
     try:
-        conn.set_busy_handler(_busy_waiter(busy_timeout_ms))
+        waiter = _busy_waiter(busy_timeout_ms)
+        conn.set_busy_handler(waiter)
         app_id, version, objects = _inspect(conn, spath)
         _judge(spath, app_id, version, objects)
         if objects == 0:
@@ -270,6 +281,7 @@ def open_connection(
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         for step in _SETUP:
             step(conn, durability)
+        install(conn, checkpoint_frames(durability), waiter)
         if version < SCHEMA_VERSION:
             _migrate(conn, spath, version)
     except apsw.Error as e:  # a damaged file (CorruptError, NotADBError), a full disk, ...

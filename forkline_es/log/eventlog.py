@@ -37,8 +37,12 @@ _READ_BATCH: Final = 5_000
 _log = get_logger("forkline_es.log")
 
 
-def translate(error: apsw.Error, what: str) -> ForklineError:
-    """The one place where a driver error becomes a forkline_es error."""
+def translate(error: apsw.Error, what: str, *, maintenance: bool = False) -> ForklineError:
+    """The one place where a driver error becomes a forkline_es error.
+
+    ``maintenance`` (gc): a lock that outlasted the busy wait is the store's error, not
+    the ``conflict`` that refuses an append.
+    """
     if isinstance(error, apsw.ConstraintError) and "log.run_id, log.seq" in str(error):
         return Conflict(
             f"{what}: another writer appended to this run first (its seq is taken); "
@@ -50,7 +54,17 @@ def translate(error: apsw.Error, what: str) -> ForklineError:
             "nothing was written (record into a new run instead)"
         )
     if isinstance(error, apsw.BusyError | apsw.LockedError):
+        if maintenance:
+            return StoreError(
+                f"{what}: the database stayed locked by another connection ({error}); "
+                "nothing of the unfinished step was kept: run it again"
+            )
         return Conflict(f"{what}: the database stayed locked by another writer; retry the call")
+    if isinstance(error, apsw.FullError):
+        return StoreError(
+            f"{what}: {error}: the disk (or the file size limit) is full; the unfinished "
+            "transaction was rolled back: free some space and run it again"
+        )
     if isinstance(error, apsw.ConstraintError):
         return StoreError(f"{what}: {error} (the log refused the write; nothing was written)")
     if isinstance(error, apsw.CorruptError | apsw.NotADBError):
@@ -172,22 +186,22 @@ class EventLog:
             cur.execute("ROLLBACK")
 
     @contextmanager
-    def transaction(self, what: str) -> Iterator[Cursor]:
-        """A write transaction for the rare paths (retention, rebuild): BEGIN IMMEDIATE."""
+    def transaction(self, what: str, *, maintenance: bool = False) -> Iterator[Cursor]:
+        """A write transaction for the rare paths (retention, rebuild, gc): BEGIN IMMEDIATE."""
         if self.read_only:
             self.refuse_write(what)
         cur = self.connection().cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
         except apsw.Error as e:
-            raise translate(e, what) from None
+            raise translate(e, what, maintenance=maintenance) from None
         try:
             yield cur
             cur.execute("COMMIT")
         except BaseException as e:
             self._rollback(cur)
             if isinstance(e, apsw.Error):
-                raise translate(e, what) from None
+                raise translate(e, what, maintenance=maintenance) from None
             raise
 
     @contextmanager

@@ -10,15 +10,21 @@ deletes and no others.
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+import apsw
 
 from forkline_es._logging import get_logger
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.log.checkpoint import truncate
 from forkline_es.log.connection import Cursor
+from forkline_es.log.eventlog import translate
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.log.schema import payload_ids
@@ -100,7 +106,13 @@ class RetentionReport:
 
 @dataclass(frozen=True, slots=True)
 class GcReport:
-    """Database size before and after ``gc``: pages in use, and bytes on disk (db + WAL)."""
+    """What ``gc`` gave back, and what it could not do now and why.
+
+    Sizes: pages in use, and bytes on disk (db + WAL) before and after. ``not_done`` says
+    what is left for a later ``gc`` (e.g. the WAL was not emptied because a reader holds
+    a snapshot); while it is not empty, removed values may still be in the database's
+    free pages or its WAL (docs/retention.md, gc and deletion).
+    """
 
     page_size: int
     pages_before: int
@@ -112,9 +124,20 @@ class GcReport:
     #: what killed processes left (staging files in ``<db>.artifacts/tmp/``, check copies)
     leftover_files_removed: int = 0
     leftover_bytes_removed: int = 0
+    free_pages: int = 0  # free pages still in the file after gc
+    wal_truncated: bool = True
+    not_done: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Everything was done: no free page left and the WAL emptied."""
+        return not self.not_done
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["not_done"] = list(self.not_done)
+        out["complete"] = self.complete
+        return out
 
 
 # -- reading the facts -------------------------------------------------------------------
@@ -430,44 +453,125 @@ def _sweep_leftovers(store: Store, grace_seconds: float) -> tuple[int, int]:
     return staged[0] + copies[0], staged[1] + copies[1]
 
 
+#: Pages one incremental-vacuum step gives back, in one short write transaction.
+_VACUUM_STEP: Final = 1000
+#: The pause between steps: longer than a waiting writer's longest sleep (2 ms,
+#: log.connection), so that every waiting append gets the write lock in between.
+_VACUUM_PAUSE: Final = 0.005
+#: How long gc keeps trying to empty the WAL (each attempt holds writers for 50 ms at most).
+_WAL_WAIT: Final = 2.0
+
+
+def _grace(seconds: object) -> float:
+    """``artifact_grace_seconds`` checked before anything runs: a finite number >= 0."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise InvalidRequest(f"artifact_grace_seconds is a number of seconds (e.g. 3600), not {seconds!r}")
+    try:
+        value = float(seconds)
+    except OverflowError:  # an int too large for a float
+        value = math.inf
+    if not math.isfinite(value) or value < 0:
+        raise InvalidRequest(
+            f"artifact_grace_seconds is a finite number of seconds >= 0 (e.g. 3600), not {seconds!r}"
+        )
+    return value
+
+
+def _pragma(store: Store, name: str) -> int:
+    return int(store.conn.execute(f"PRAGMA {name}").fetchall()[0][0])
+
+
 def _sizes(store: Store) -> tuple[int, int | None]:
-    pages = int(store.conn.execute("PRAGMA page_count").fetchall()[0][0])
+    pages = _pragma(store, "page_count")
     if store.path == ":memory:" or not os.path.exists(store.path):
         return pages, None
     wal = store.path + "-wal"
     return pages, os.path.getsize(store.path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)
 
 
-def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
-    """Give free pages back to the file system: incremental vacuum, then truncate the WAL;
-    then delete artifact files that no retained run references any more.
+def _give_back_free_pages(store: Store) -> int:
+    """Incremental vacuum in short write transactions, appends between them; returns the
+    pages still free (other connections may free pages meanwhile).
 
-    A database created before auto_vacuum was set is converted by one full VACUUM.
+    A database created before auto_vacuum was set is converted by one full VACUUM, which
+    holds the write lock for as long as it takes (once per database).
     """
-    conn = store.conn
-    page_size = int(conn.execute("PRAGMA page_size").fetchall()[0][0])
-    pages_before, bytes_before = _sizes(store)
-    if int(conn.execute("PRAGMA auto_vacuum").fetchall()[0][0]) == 2:
-        conn.execute("PRAGMA incremental_vacuum").fetchall()
-    else:
-        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    pages_after, bytes_after = _sizes(store)
+    if _pragma(store, "auto_vacuum") != 2:
+        store.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        store.conn.execute("VACUUM")
+        return _pragma(store, "freelist_count")
+    steps = _pragma(store, "freelist_count") // _VACUUM_STEP + 2
+    for _ in range(steps):
+        with store.log.transaction("gc", maintenance=True) as cur:
+            if not int(cur.execute("PRAGMA freelist_count").fetchall()[0][0]):
+                return 0
+            cur.execute(f"PRAGMA incremental_vacuum({_VACUUM_STEP})").fetchall()
+        time.sleep(_VACUUM_PAUSE)
+    return _pragma(store, "freelist_count")
+
+
+def _empty_wal(store: Store) -> str | None:
+    """Empty the WAL file (TRUNCATE) without holding writers while readers are waited for;
+    None when done, else why not."""
+    if store.path == ":memory:":
+        return None
+    last = truncate(store.conn, _WAL_WAIT)
+    if last.done:
+        return None
+    why = "a reader holds a snapshot" if last.uncopied else "readers or writers kept it in use"
+    return (
+        f"WAL not truncated: {why} (gc waited {_WAL_WAIT:.0f} s); removed values may remain "
+        "in its frames until a later gc empties it: run gc again once long reads have ended"
+    )
+
+
+def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
+    """Give free pages back to the file system (incremental vacuum in short steps), empty
+    the WAL, then delete artifact files that no retained run references any more.
+
+    While it runs, appends wait at most a fraction of a second at a time. What could not
+    be done now (a reader holding a snapshot keeps the WAL) is in the report's
+    ``not_done``; a driver error leaves as ``StoreError``.
+    """
+    grace = _grace(artifact_grace_seconds)
+    not_done: list[str] = []
+    try:
+        page_size = _pragma(store, "page_size")
+        pages_before, bytes_before = _sizes(store)
+        free = _give_back_free_pages(store)
+        if free:
+            not_done.append(
+                f"{free} free pages not given back: other connections freed pages while gc ran; run gc again"
+            )
+        wal = _empty_wal(store)
+        if wal is not None:
+            not_done.append(wal)
+        pages_after, bytes_after = _sizes(store)
+    except apsw.Error as e:
+        raise translate(e, "gc", maintenance=True) from None
     with store.log.snapshot() as cur:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
         referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}
-    files, removed = store.artifact_files.sweep(referenced, artifact_grace_seconds)
-    left_files, left_bytes = _sweep_leftovers(store, artifact_grace_seconds)
-    _log.info("gc", pages_before=pages_before, pages_after=pages_after, artifact_files_removed=files)
+    files, removed = store.artifact_files.sweep(referenced, grace)
+    left_files, left_bytes = _sweep_leftovers(store, grace)
+    _log.info(
+        "gc",
+        pages_before=pages_before,
+        pages_after=pages_after,
+        artifact_files_removed=files,
+        not_done=len(not_done),
+    )
     return GcReport(
-        page_size,
-        pages_before,
-        pages_after,
-        bytes_before,
-        bytes_after,
-        files,
-        removed,
+        page_size=page_size,
+        pages_before=pages_before,
+        pages_after=pages_after,
+        file_bytes_before=bytes_before,
+        file_bytes_after=bytes_after,
+        artifact_files_removed=files,
+        artifact_bytes_removed=removed,
         leftover_files_removed=left_files,
         leftover_bytes_removed=left_bytes,
+        free_pages=free,
+        wal_truncated=wal is None,
+        not_done=tuple(not_done),
     )

@@ -14,7 +14,7 @@ import apsw
 import pytest
 
 import forkline_es as fe
-from forkline_es.log.connection import Durability, open_connection
+from forkline_es.log.connection import Durability, checkpoint_frames, open_connection
 from forkline_es.log.schema import APPLICATION_ID, SCHEMA_VERSION
 
 
@@ -223,15 +223,32 @@ def test_a_store_with_a_crashed_writers_wal_opens_with_its_events(db_path: Path)
 
 @pytest.mark.parametrize("durability", ["normal", "full"])
 def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durability: Durability) -> None:
-    """WAL, the durability's synchronous level, foreign keys, and its checkpoint interval."""
+    """WAL, the durability's synchronous level, foreign keys, secure delete, the WAL size
+    limit, and the store's checkpoint policy in place of SQLite's auto-checkpoint."""
     with fe.Store.open(db_path, durability=durability) as store:
         pragma = {
             name: store.conn.execute(f"PRAGMA {name}").fetchall()[0][0]
-            for name in ("journal_mode", "synchronous", "foreign_keys", "wal_autocheckpoint")
+            for name in (
+                "journal_mode",
+                "synchronous",
+                "foreign_keys",
+                "secure_delete",
+                "journal_size_limit",
+                "wal_autocheckpoint",
+            )
         }
+        run = store.start_run("wf")
+        largest = 0
+        for i in range(1500 if durability == "normal" else 400):  # past the checkpoint interval
+            run.begin_step(f"s/{i}", arguments={"i": i})
+            largest = max(largest, os.path.getsize(f"{db_path}-wal"))
     assert pragma == {
         "journal_mode": "wal",
         "synchronous": 2 if durability == "full" else 1,
         "foreign_keys": 1,
-        "wal_autocheckpoint": 1000 if durability == "full" else 4000,
+        "secure_delete": 1,
+        "journal_size_limit": 24 * 1024 * 1024,
+        "wal_autocheckpoint": 0,  # log.checkpoint.WalBound checkpoints instead
     }
+    frames = checkpoint_frames(durability)
+    assert frames * 4096 < largest <= (frames + 50) * (4096 + 24) + 32  # restarted at its interval
