@@ -62,7 +62,8 @@ def logged_event(
     redacted = policy.redact(payload)
     check_least_size("payload", redacted, limit, typed=False)
     data = canonical_json(redacted)
-    check_payload_size("payload", data, limit)
+    if len(data) > limit:
+        check_payload_size("payload", data, limit)
     event = ForklineLogged(
         event_type=event_type,
         slots={"payload": Slot(state="present", digest=sha256_digest(data))},

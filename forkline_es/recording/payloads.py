@@ -95,9 +95,17 @@ def _too_large(slot: str, size: str, limit: int) -> InvalidValue:
 
 
 def check_payload_size(slot: str, data: bytes, limit: int) -> None:
-    """Refuse the stored text of payload ``slot`` when it is longer than ``limit`` bytes."""
+    """Refuse the stored text of payload ``slot`` when it is longer than ``limit`` bytes.
+
+    Hot paths test ``len(data) > limit`` themselves and call this only then: a call per
+    payload is a measurable part of an append.
+    """
     if len(data) > limit:
         raise _too_large(slot, f"{len(data):,}", limit)
+
+
+#: The types whose least encoding ``least_json_size`` can bound above zero.
+_SIZED: Final = frozenset((list, tuple, dict, str))
 
 
 def least_json_size(value: object, typed: bool = True) -> int:
@@ -160,12 +168,14 @@ def encode_slots(
                 continue
         except InvalidValue as e:
             raise InvalidValue(e.reason, f"$.{name}{e.path[1:]}") from None
-        check_least_size(name, arg, limit)
+        if type(arg) in _SIZED:  # a list, map or string far too long to encode at all
+            check_least_size(name, arg, limit)
         try:
             data = encode_value_json(arg)
         except InvalidValue as e:
             raise InvalidValue(e.reason, f"$.{name}{e.path[1:]}") from None
-        check_payload_size(name, data, limit)
+        if len(data) > limit:
+            check_payload_size(name, data, limit)
         slots[name] = Slot(state="present", digest=sha256_digest(data), suppressed=suppressed)
         rows.append((name, data))
     return slots, tuple(rows)

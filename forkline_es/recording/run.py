@@ -68,19 +68,16 @@ class Placement(Protocol):
     def discard(self) -> None: ...
 
 
-def _encoded(event: EventBody) -> bytes:
-    """The event body's canonical JSON; an integer it cannot carry is ``invalid-value``.
+def _unencodable(event: EventBody) -> InvalidValue:
+    """The refusal of an event body msgspec cannot write (``encode_body`` raised ValueError).
 
     A body holds the call's own fields (a manifest's facts among them), whose integers
     msgspec writes only up to Python's 4,300-digit limit; payloads carry integers of any size.
     """
-    try:
-        return encode_body(event)
-    except ValueError:
-        raise InvalidValue(
-            f"the {kind_of(event)} event's own fields (a manifest fact, say) hold what they cannot "
-            "carry, such as an integer of more than 4,300 digits; record such a number in a payload"
-        ) from None
+    return InvalidValue(
+        f"the {kind_of(event)} event's own fields (a manifest fact, say) hold what they cannot "
+        "carry, such as an integer of more than 4,300 digits; record such a number in a payload"
+    )
 
 
 def logged_refusals(method: Callable[P, R]) -> Callable[P, R]:
@@ -506,7 +503,10 @@ class Run:
         if self._fenced is not None:
             raise Conflict(self._fenced)
         check_text(key, "an idempotency key")
-        body = _encoded(event)
+        try:
+            body = encode_body(event)
+        except ValueError:
+            raise _unencodable(event) from None
         state = self._state
         self.last_position = None
         seen = state.keys.get(key)
@@ -517,7 +517,8 @@ class Run:
             return seen[1] if seen[1] is not None else seen[0]
         limit = self._store.max_payload_bytes
         for slot, data in payloads:  # every path that stores a payload passes here
-            check_payload_size(slot, data, limit)
+            if len(data) > limit:
+                check_payload_size(slot, data, limit)
         if len(body) > limit + BODY_ALLOWANCE:
             raise InvalidValue(
                 f"the {kind_of(event)} event's own fields are {len(body):,} bytes of JSON, over "

@@ -119,7 +119,10 @@ def canonical_json(obj: object) -> bytes:
         _check(obj, 0)
     except Refused as refused:
         raise refused_to_invalid(refused) from None
-    return encode_json(obj)
+    try:  # encode_json, inlined: this is on every append's path
+        return ENCODER.encode(obj)
+    except ValueError:
+        return encode_json(obj)
 
 
 def _large_ints_raw(obj: Any) -> Any:
