@@ -177,10 +177,9 @@ class RunRecorder:
         with nothing new in the log (the run was ended) is the answer. Retrying is safe:
         a call whose commit was not acknowledged is adopted by the handle (``Run._record``).
         """
-        check_text(run_id, "run_id")
-        run = self._handles.get(run_id)
+        run = self._handles.get(run_id) if type(run_id) is str else None  # cached: checked
         if run is None:
-            run = self._resume(run_id)
+            run = self._resume(run_id)  # checks run_id
             self._remember(run)
         for _ in range(_RACES):
             try:
