@@ -22,7 +22,12 @@ from forkline_es.compat.views import RUN_COLUMNS, run_events
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, shown
 from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
-from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_least_size, check_payload_size
+from forkline_es.recording.payloads import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    check_least_size,
+    check_payload_size,
+    too_long_to_encode,
+)
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
 from forkline_es.redaction import RedactionPolicy, checked_policy
@@ -60,7 +65,8 @@ def logged_event(
     """
     check_text(event_type, "event_type")
     redacted = policy.redact(payload)
-    check_least_size("payload", redacted, limit, typed=False)
+    if too_long_to_encode(redacted):
+        check_least_size("payload", redacted, limit, typed=False)
     data = canonical_json(redacted)
     if len(data) > limit:
         check_payload_size("payload", data, limit)

@@ -22,10 +22,12 @@ __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "SLOT_CLASS",
     "Payloads",
+    "check_least_size",
     "check_payload_limit",
     "check_payload_size",
     "encode_slots",
     "least_json_size",
+    "too_long_to_encode",
 ]
 
 #: The default of ``Store.open(max_payload_bytes=...)``: 16 MiB of canonical JSON per payload.
@@ -106,6 +108,14 @@ def check_payload_size(slot: str, data: bytes, limit: int) -> None:
 
 #: The types whose least encoding ``least_json_size`` can bound above zero.
 _SIZED: Final = frozenset((list, tuple, dict, str))
+#: Shorter values are not worth bounding before they are encoded: the check after encoding
+#: refuses them just as well, and most payloads are short (a call less per append).
+_EARLY: Final = 4096
+
+
+def too_long_to_encode(value: object) -> bool:
+    """Whether ``value`` is long enough for ``check_least_size`` to be worth calling first."""
+    return type(value) in _SIZED and len(value) > _EARLY  # type: ignore[arg-type]
 
 
 def least_json_size(value: object, typed: bool = True) -> int:
@@ -168,7 +178,7 @@ def encode_slots(
                 continue
         except InvalidValue as e:
             raise InvalidValue(e.reason, f"$.{name}{e.path[1:]}") from None
-        if type(arg) in _SIZED:  # a list, map or string far too long to encode at all
+        if type(arg) in _SIZED and len(arg) > _EARLY:  # too_long_to_encode, inlined
             check_least_size(name, arg, limit)
         try:
             data = encode_value_json(arg)

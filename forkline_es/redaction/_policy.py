@@ -150,7 +150,7 @@ class RedactionPolicy:
     def redact(self, value: object) -> object:
         """A redacted copy of ``value``; ``value`` itself and everything in it stay unchanged."""
         try:
-            index = self._pattern_index(value, _NO_RULE)
+            index = self._pattern_index(value, _NO_RULE) if self._pattern_rules else _NO_RULE
             if index == _NO_RULE:
                 return self._walk(value, ()) if isinstance(value, _CONTAINERS) else value
             # A string, a FileRef or a map with a matching key: a mask or a digest, or a dropped root.
