@@ -24,9 +24,10 @@ from forkline_es.log.connection import Durability
 from forkline_es.log.events import ONE_OFF_KEY, ForklineLogged, Slot
 from forkline_es.recording.payloads import (
     DEFAULT_MAX_PAYLOAD_BYTES,
+    EARLY,
+    SIZED,
     check_least_size,
     check_payload_size,
-    too_long_to_encode,
 )
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
@@ -65,7 +66,7 @@ def logged_event(
     """
     check_text(event_type, "event_type")
     redacted = policy.redact(payload)
-    if too_long_to_encode(redacted):
+    if type(redacted) in SIZED and len(redacted) > EARLY:
         check_least_size("payload", redacted, limit, typed=False)
     data = canonical_json(redacted)
     if len(data) > limit:

@@ -20,6 +20,8 @@ from forkline_es.values import encode_value_json, is_text, sha256_digest
 __all__ = [
     "BODY_ALLOWANCE",
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "EARLY",
+    "SIZED",
     "SLOT_CLASS",
     "Payloads",
     "check_least_size",
@@ -27,7 +29,6 @@ __all__ = [
     "check_payload_size",
     "encode_slots",
     "least_json_size",
-    "too_long_to_encode",
 ]
 
 #: The default of ``Store.open(max_payload_bytes=...)``: 16 MiB of canonical JSON per payload.
@@ -107,15 +108,11 @@ def check_payload_size(slot: str, data: bytes, limit: int) -> None:
 
 
 #: The types whose least encoding ``least_json_size`` can bound above zero.
-_SIZED: Final = frozenset((list, tuple, dict, str))
-#: Shorter values are not worth bounding before they are encoded: the check after encoding
-#: refuses them just as well, and most payloads are short (a call less per append).
-_EARLY: Final = 4096
-
-
-def too_long_to_encode(value: object) -> bool:
-    """Whether ``value`` is long enough for ``check_least_size`` to be worth calling first."""
-    return type(value) in _SIZED and len(value) > _EARLY  # type: ignore[arg-type]
+SIZED: Final = frozenset((list, tuple, dict, str))
+#: Shorter values are not worth bounding before they are encoded (``check_least_size``):
+#: the check after encoding refuses them just as well, and most payloads are short. Callers
+#: test ``type(v) in SIZED and len(v) > EARLY`` themselves: a call less per append.
+EARLY: Final = 4096
 
 
 def least_json_size(value: object, typed: bool = True) -> int:
@@ -178,7 +175,7 @@ def encode_slots(
                 continue
         except InvalidValue as e:
             raise InvalidValue(e.reason, f"$.{name}{e.path[1:]}") from None
-        if type(arg) in _SIZED and len(arg) > _EARLY:  # too_long_to_encode, inlined
+        if type(arg) in SIZED and len(arg) > EARLY:
             check_least_size(name, arg, limit)
         try:
             data = encode_value_json(arg)

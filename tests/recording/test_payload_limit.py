@@ -68,12 +68,14 @@ def test_exactly_the_limit_passes_one_byte_more_is_refused(db_path: Path, call: 
 
 
 def test_a_huge_container_is_refused_before_it_is_encoded(db_path: Path) -> None:
-    with fe.Store.open(db_path, max_payload_bytes=LIMIT) as store:
-        with pytest.raises(fe.InvalidValue, match=r"is \d+ bytes"):  # short: refused once encoded
-            store.start_run("w", inputs=["x"] * 13)
+    with (
+        fe.Store.open(db_path, max_payload_bytes=LIMIT) as store,
+        pytest.raises(fe.InvalidValue, match=r"is \d+ bytes"),  # short: refused once encoded
+    ):
+        store.start_run("w", inputs=["x"] * 13)
     with fe.Store.open(db_path, max_payload_bytes=LIMIT) as store:
         with pytest.raises(fe.InvalidValue, match="is at least"):
-            # long enough to be bounded before encoding (payloads._EARLY), over the limit by far
+            # long enough to be bounded before encoding (payloads.EARLY), over the limit by far
             store.start_run("w", inputs=["x"] * 5_000)
         assert store.list_runs() == []
 
