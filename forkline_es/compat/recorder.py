@@ -65,7 +65,8 @@ def logged_event(
     is canonical JSON longer than ``limit`` bytes (the store's ``max_payload_bytes``).
     """
     check_text(event_type, "event_type")
-    redacted = policy.redact(payload)
+    # A policy without rules changes nothing; canonical_json checks the value either way.
+    redacted = policy.redact(payload) if policy.rules else payload
     if type(redacted) in SIZED and len(redacted) > EARLY:
         check_least_size("payload", redacted, limit, typed=False)
     data = canonical_json(redacted)
