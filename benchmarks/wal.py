@@ -17,7 +17,6 @@ hundreds of MB a second); its figure then reads as at least the cap.
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
 import sys
 import textwrap
@@ -27,8 +26,9 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks._harness import Row
+from forkline_es.testing.processes import SnapshotReader, wal_size
 
-__all__ = ["BOUND", "main", "run", "sample_wal"]
+__all__ = ["BOUND", "main", "run"]
 
 _files = itertools.count()
 
@@ -54,30 +54,6 @@ _WRITER: Final = textwrap.dedent(
     store.close()
     """
 )
-
-_READER: Final = textwrap.dedent(
-    """
-    import sys, time
-    import apsw
-    conn = apsw.Connection(sys.argv[1])  # read-write: a read-only one may bypass the WAL locks
-    conn.execute("BEGIN")
-    conn.execute("SELECT count(*) FROM log").fetchall()
-    print("holding", flush=True)
-    sys.stdin.readline()
-    conn.execute("ROLLBACK")
-    print("released", flush=True)
-    sys.stdin.readline()
-    """
-)
-
-
-def sample_wal(path: Path) -> int:
-    """The size of ``path``'s WAL file now (0 when there is none)."""
-    try:
-        return os.stat(f"{path}-wal").st_size
-    except FileNotFoundError:
-        return 0
-
 
 def start_writers(path: Path, n: int, stop: Path) -> list[subprocess.Popen[str]]:
     """``n`` writer processes recording into ``path`` until ``stop`` exists; returns once all are ready."""
@@ -112,7 +88,7 @@ def _watch(path: Path, seconds: float, also: Callable[[float], None] | None = No
     peak = 0
     start = time.monotonic()
     while (now := time.monotonic()) - start < seconds and peak < _CAP:
-        peak = max(peak, sample_wal(path))
+        peak = max(peak, wal_size(path))
         if also is not None:
             also(now - start)
         time.sleep(0.001)
@@ -142,25 +118,18 @@ def _long_reader(workdir: Path, hold: float, after: float) -> tuple[int, float |
 
     fe.Store.open(path).close()
     procs = start_writers(path, 4, stop)
-    reader = subprocess.Popen(
-        [sys.executable, "-c", _READER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert reader.stdin is not None and reader.stdout is not None
     try:
-        assert reader.stdout.readline().strip() == "holding"
-        peak = _watch(path, hold)
-        reader.stdin.write("\n")
-        reader.stdin.flush()
-        assert reader.stdout.readline().strip() == "released"
-        released = time.monotonic()
-        back: float | None = None
-        while time.monotonic() - released < after:
-            if sample_wal(path) < BOUND:
-                back = time.monotonic() - released
-                break
-            time.sleep(0.001)
+        with SnapshotReader(path) as reader:
+            peak = _watch(path, hold)
+            reader.release()
+            released = time.monotonic()
+            back: float | None = None
+            while time.monotonic() - released < after:
+                if wal_size(path) < BOUND:
+                    back = time.monotonic() - released
+                    break
+                time.sleep(0.001)
     finally:
-        reader.communicate("\n", timeout=60)
         stop_writers(procs, stop)
     return peak, back
 

@@ -9,7 +9,6 @@ The writers are real processes; this process samples the WAL file's size every m
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import forkline_es as fe
+from forkline_es.testing.processes import SnapshotReader, wal_size
 
 BOUND = 64 * 1024 * 1024
 
@@ -34,27 +34,6 @@ with fe.Store.open(path) as store:
         i += 1
     print(i, flush=True)
 """
-
-_READER = """
-import sys
-import apsw
-conn = apsw.Connection(sys.argv[1])  # read-write: a read-only one may bypass the WAL locks
-conn.execute("BEGIN")
-conn.execute("SELECT count(*) FROM log").fetchall()
-print("holding", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-print("released", flush=True)
-sys.stdin.readline()
-"""
-
-
-def _wal_size(db: Path) -> int:
-    try:
-        return os.stat(f"{db}-wal").st_size
-    except FileNotFoundError:
-        return 0
-
 
 @contextmanager
 def _writers(db: Path, n: int) -> Iterator[list[subprocess.Popen[str]]]:
@@ -89,7 +68,7 @@ def _peak(db: Path, seconds: float) -> int:
     peak = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end and peak < BOUND:
-        peak = max(peak, _wal_size(db))
+        peak = max(peak, wal_size(db))
         time.sleep(0.001)
     return peak
 
@@ -104,22 +83,13 @@ def test_four_writer_processes_keep_the_wal_under_64_mib(tmp_path: Path) -> None
 def test_the_wal_is_back_under_64_mib_within_5_s_of_a_long_reader_ending(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     with _writers(db, 4):
-        reader = subprocess.Popen(
-            [sys.executable, "-c", _READER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert reader.stdin is not None and reader.stdout is not None
-        try:
-            assert reader.stdout.readline().strip() == "holding"
+        with SnapshotReader(db) as reader:
             held = _peak(db, 2.0)  # a snapshot older than a second: the WAL may grow past the bound
-            reader.stdin.write("\n")
-            reader.stdin.flush()
-            assert reader.stdout.readline().strip() == "released"
+            reader.release()
             released = time.monotonic()
-            while _wal_size(db) >= BOUND and time.monotonic() - released < 5.0:
+            while wal_size(db) >= BOUND and time.monotonic() - released < 5.0:
                 time.sleep(0.001)
-            after = _wal_size(db)
-        finally:
-            reader.communicate("\n", timeout=30)
+            after = wal_size(db)
         assert after < BOUND, (
             f"-wal still {after / 2**20:.0f} MiB 5 s after the reader ended "
             f"(it reached {held / 2**20:.0f} MiB while the reader held its snapshot)"

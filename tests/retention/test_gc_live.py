@@ -24,6 +24,7 @@ from click.testing import CliRunner
 import forkline_es as fe
 from forkline_es.cli import main
 from forkline_es.log.eventlog import translate
+from forkline_es.testing.processes import SnapshotReader
 
 LATER = datetime.now(UTC) + timedelta(days=1)
 
@@ -47,18 +48,6 @@ with fe.Store.open(db) as store:
     print(n, worst, flush=True)
 """
 
-_READER = """
-import sys
-import apsw
-conn = apsw.Connection(sys.argv[1])  # read-write: a read-only one may bypass the WAL locks
-conn.execute("BEGIN")
-conn.execute("SELECT count(*) FROM payload").fetchall()
-print("holding", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-conn.close()
-"""
-
 
 def _filled(db: Path) -> None:
     """A store where eviction left a few thousand free pages for gc to give back."""
@@ -74,41 +63,37 @@ def test_gc_beside_a_reader_and_a_writer(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     _filled(db)
     stop = tmp_path / "stop"
-    reader = subprocess.Popen(
-        [sys.executable, "-c", _READER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(db), str(stop)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert reader.stdout is not None and reader.stdin is not None and writer.stdout is not None
-        assert reader.stdout.readline().strip() == "holding"
-        assert writer.stdout.readline().strip() == "ready"
-        with fe.Store.open(db) as store:
-            report = store.gc()
+    with SnapshotReader(db, "payload") as reader:
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(db), str(stop)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert writer.stdout is not None
+            assert writer.stdout.readline().strip() == "ready"
+            with fe.Store.open(db) as store:
+                report = store.gc()
+                stop.touch()
+                out, _ = writer.communicate(timeout=60)
+                appended, worst = int(out.split()[0]), float(out.split()[1])
+                assert writer.returncode == 0
+                assert appended > 0
+                assert worst < 2.0, f"an append waited {worst:.1f} s while gc ran"
+                assert report.pages_after < report.pages_before  # the free pages went back meanwhile
+                assert report.free_pages == 0
+                assert not report.wal_truncated and not report.complete
+                assert any(
+                    "WAL not truncated" in why and "a reader holds a snapshot" in why
+                    for why in report.not_done
+                ), report.not_done
+                assert report.to_dict()["complete"] is False
+                reader.release()
+                again = store.gc()
+                assert again.complete and again.wal_truncated, again.not_done
+                assert (tmp_path / "runs.db-wal").stat().st_size == 0
+        finally:
             stop.touch()
-            out, _ = writer.communicate(timeout=60)
-            appended, worst = int(out.split()[0]), float(out.split()[1])
-            assert writer.returncode == 0
-            assert appended > 0
-            assert worst < 2.0, f"an append waited {worst:.1f} s while gc ran"
-            assert report.pages_after < report.pages_before  # the free pages went back meanwhile
-            assert report.free_pages == 0
-            assert not report.wal_truncated and not report.complete
-            assert any(
-                "WAL not truncated" in why and "a reader holds a snapshot" in why for why in report.not_done
-            ), report.not_done
-            assert report.to_dict()["complete"] is False
-            reader.communicate("\n", timeout=30)
-            again = store.gc()
-            assert again.complete and again.wal_truncated, again.not_done
-            assert (tmp_path / "runs.db-wal").stat().st_size == 0
-    finally:
-        stop.touch()
-        for p in (reader, writer):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            if writer.poll() is None:
+                writer.kill()
 
 
 def test_the_cli_says_what_gc_left_and_why(db_path: Path) -> None:
