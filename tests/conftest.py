@@ -7,6 +7,7 @@ default "ci" profile. ``HYPOTHESIS_PROFILE=dev`` is quicker for local iteration.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,3 +48,24 @@ def store(db_path: Path) -> Iterator[fe.Store]:
 def mem_store() -> Iterator[fe.Store]:
     with fe.Store.open(":memory:") as s:
         yield s
+
+
+@pytest.fixture
+def damaged_db(tmp_path: Path) -> Path:
+    """A store of 20 concluded runs, checkpointed into its file, with a page's worth of
+    noise written over the middle of the file (the same noise every time)."""
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        for i in range(20):
+            run = store.start_run("wf", run_id=f"r{i}", inputs={"i": i})
+            for s in range(5):
+                run.begin_step(f"s/{s}", arguments={"x": "y" * 200})
+                run.end_step(f"s/{s}", "succeeded")
+            run.conclude("succeeded")
+        store.gc()  # everything checkpointed into the file
+    size = db.stat().st_size
+    rng = random.Random(1)
+    with open(db, "r+b") as f:
+        f.seek(size // 2)
+        f.write(bytes(rng.randrange(256) for _ in range(4096)))
+    return db

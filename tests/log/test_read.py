@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,22 +82,9 @@ def test_read_from_sees_rows_appended_while_it_streams(log: EventLog) -> None:
     assert seen == list(range(1, 12))
 
 
-def test_a_damaged_page_is_a_store_error_never_a_raw_driver_error(tmp_path: Path) -> None:
+def test_a_damaged_page_is_a_store_error_never_a_raw_driver_error(damaged_db: Path) -> None:
     """Reads meet a damaged page as fe.StoreError (the CLI: exit 2 and what to do)."""
-    db = tmp_path / "runs.db"
-    with fe.Store.open(db) as store:
-        for i in range(20):
-            run = store.start_run("wf", run_id=f"r{i}", inputs={"i": i})
-            for s in range(5):
-                run.begin_step(f"s/{s}", arguments={"x": "y" * 200})
-                run.end_step(f"s/{s}", "succeeded")
-            run.conclude("succeeded")
-        store.gc()  # everything checkpointed into the file
-    size = db.stat().st_size
-    rng = random.Random(1)
-    with open(db, "r+b") as f:
-        f.seek(size // 2)
-        f.write(bytes(rng.randrange(256) for _ in range(4096)))
+    db = damaged_db
     damaged: list[str] = []
     with fe.Store.open(db) as store:
         for i in range(20):

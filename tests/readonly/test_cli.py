@@ -3,7 +3,6 @@ problem found (exit 1), not a refusal."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
@@ -66,36 +65,21 @@ def test_read_commands_do_not_migrate(copy: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchall()[0][0] == 1
 
 
-def _damage(db: Path) -> None:
-    with fe.Store.open(db) as store:
-        for i in range(20):
-            run = store.start_run("wf", run_id=f"r{i}", inputs={"i": i})
-            for s in range(5):
-                run.begin_step(f"s/{s}", arguments={"x": "y" * 200})
-                run.end_step(f"s/{s}", "succeeded")
-            run.conclude("succeeded")
-        store.gc()  # everything checkpointed into the file
-    size = db.stat().st_size
-    rng = random.Random(1)
-    with open(db, "r+b") as f:
-        f.seek(size // 2)
-        f.write(bytes(rng.randrange(256) for _ in range(4096)))
+
 
 
 @pytest.mark.parametrize(
     "args", [("verify", "--all"), ("verify", "--all", "--json"), ("verify", "--all", "--no-projections")]
 )
-def test_verify_on_a_damaged_file_finds_a_problem_exit_1(tmp_path: Path, args: tuple[str, ...]) -> None:
-    db = tmp_path / "runs.db"
-    _damage(db)
+def test_verify_on_a_damaged_file_finds_a_problem_exit_1(damaged_db: Path, args: tuple[str, ...]) -> None:
+    db = damaged_db
     result = CliRunner().invoke(main, [*args, "--db", str(db)])
     assert result.exit_code == 1 and "damaged" in result.output, result.output
 
 
-def test_verify_on_a_damaged_first_page_finds_a_problem_exit_1(tmp_path: Path) -> None:
+def test_verify_on_a_damaged_first_page_finds_a_problem_exit_1(damaged_db: Path) -> None:
     """Damage SQLite meets at open (the schema page) is a problem found too."""
-    db = tmp_path / "runs.db"
-    _damage(db)
+    db = damaged_db
     with open(db, "r+b") as f:
         f.seek(100)  # past the header, into page 1's b-tree
         f.write(b"\xff" * 400)
