@@ -17,16 +17,14 @@ hundreds of MB a second); its figure then reads as at least the cap.
 from __future__ import annotations
 
 import itertools
-import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 from benchmarks._harness import Row
-from forkline_es.testing.processes import SnapshotReader, wal_size
+from forkline_es.testing.processes import SnapshotReader, StepWriters, wal_size
 
 __all__ = ["BOUND", "main", "run"]
 
@@ -37,51 +35,6 @@ BOUND: Final = 64 * 1024 * 1024
 #: Stop a run whose WAL passed this: a store without the bound would fill the disk.
 _CAP: Final = 2 * 1024 * 1024 * 1024
 _MIB: Final = 1024 * 1024
-
-_WRITER: Final = textwrap.dedent(
-    """
-    import os, sys, time
-    import forkline_es as fe
-    path, who, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-    store = fe.Store.open(path)
-    run = store.start_run(workflow="bench/wal", run_id=f"writer-{who}")
-    print("ready", flush=True)
-    i = 0
-    while not os.path.exists(stop):
-        run.begin_step(f"s/{i}", arguments={"i": i, "text": "x" * 64})
-        i += 1
-    print(i, flush=True)
-    store.close()
-    """
-)
-
-def start_writers(path: Path, n: int, stop: Path) -> list[subprocess.Popen[str]]:
-    """``n`` writer processes recording into ``path`` until ``stop`` exists; returns once all are ready."""
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(path), str(who), str(stop)], stdout=subprocess.PIPE, text=True
-        )
-        for who in range(n)
-    ]
-    for p in procs:
-        assert p.stdout is not None
-        if p.stdout.readline().strip() != "ready":
-            stop_writers(procs, stop)
-            raise RuntimeError("a writer failed before it was ready")
-    return procs
-
-
-def stop_writers(procs: list[subprocess.Popen[str]], stop: Path) -> int:
-    """Stop the writers; the number of steps they recorded in all."""
-    stop.touch()
-    total = 0
-    for p in procs:
-        out, _ = p.communicate(timeout=120)
-        if p.returncode != 0:
-            raise RuntimeError(f"a writer failed with exit status {p.returncode}")
-        total += int(out.split()[-1])
-    return total
-
 
 def _watch(path: Path, seconds: float, also: Callable[[float], None] | None = None) -> int:
     """The largest WAL size seen in ``seconds`` (stops early past the cap)."""
@@ -98,14 +51,10 @@ def _watch(path: Path, seconds: float, also: Callable[[float], None] | None = No
 def _writers(workdir: Path, n: int, seconds: float) -> tuple[int, float]:
     """(peak WAL bytes, events/s) of ``n`` writer processes recording for ``seconds``."""
     path = workdir / f"wal-{next(_files)}.db"
-    stop = path.with_suffix(".stop")
-    import forkline_es as fe
-
-    fe.Store.open(path).close()
-    procs = start_writers(path, n, stop)
-    started = time.monotonic()
-    peak = _watch(path, seconds)
-    events = stop_writers(procs, stop)
+    with StepWriters(path, n) as writers:
+        started = time.monotonic()
+        peak = _watch(path, seconds)
+        events = sum(writers.stop())
     return peak, events / (time.monotonic() - started)
 
 
@@ -113,24 +62,17 @@ def _long_reader(workdir: Path, hold: float, after: float) -> tuple[int, float |
     """4 writers; a reader holds a snapshot for ``hold`` s, then ends it. Returns (peak WAL
     bytes while held, seconds from the release until the WAL was under the bound, or None)."""
     path = workdir / f"wal-{next(_files)}.db"
-    stop = path.with_suffix(".stop")
-    import forkline_es as fe
-
-    fe.Store.open(path).close()
-    procs = start_writers(path, 4, stop)
-    try:
-        with SnapshotReader(path) as reader:
-            peak = _watch(path, hold)
-            reader.release()
-            released = time.monotonic()
-            back: float | None = None
-            while time.monotonic() - released < after:
-                if wal_size(path) < BOUND:
-                    back = time.monotonic() - released
-                    break
-                time.sleep(0.001)
-    finally:
-        stop_writers(procs, stop)
+    back: float | None = None
+    with StepWriters(path, 4) as writers, SnapshotReader(path) as reader:
+        peak = _watch(path, hold)
+        reader.release()
+        released = time.monotonic()
+        while time.monotonic() - released < after:
+            if wal_size(path) < BOUND:
+                back = time.monotonic() - released
+                break
+            time.sleep(0.001)
+        writers.stop()
     return peak, back
 
 

@@ -9,59 +9,12 @@ The writers are real processes; this process samples the WAL file's size every m
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import forkline_es as fe
-from forkline_es.testing.processes import SnapshotReader, wal_size
+from forkline_es.testing.processes import SnapshotReader, StepWriters, wal_size
 
 BOUND = 64 * 1024 * 1024
-
-_WRITER = """
-import os, sys
-import forkline_es as fe
-path, who, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-with fe.Store.open(path) as store:
-    run = store.start_run(workflow="wal/bound", run_id=f"writer-{who}")
-    print("ready", flush=True)
-    i = 0
-    while not os.path.exists(stop):
-        run.begin_step(f"s/{i}", arguments={"i": i, "text": "x" * 64})
-        i += 1
-    print(i, flush=True)
-"""
-
-@contextmanager
-def _writers(db: Path, n: int) -> Iterator[list[subprocess.Popen[str]]]:
-    """``n`` writer processes recording into ``db`` (each ready) until the block ends."""
-    fe.Store.open(db).close()
-    stop = db.with_suffix(".stop")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(db), str(w), str(stop)], stdout=subprocess.PIPE, text=True
-        )
-        for w in range(n)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            assert p.stdout.readline().strip() == "ready"
-        yield procs
-        stop.touch()
-        counts = [int(p.communicate(timeout=60)[0].split()[-1]) for p in procs]
-        assert all(p.returncode == 0 for p in procs)
-        assert min(counts) > 0  # every writer got to write
-    finally:
-        stop.touch()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-
 
 def _peak(db: Path, seconds: float) -> int:
     """The largest WAL size seen in ``seconds``; stops as soon as it passes the bound."""
@@ -75,14 +28,15 @@ def _peak(db: Path, seconds: float) -> int:
 
 def test_four_writer_processes_keep_the_wal_under_64_mib(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    with _writers(db, 4):
+    with StepWriters(db, 4) as writers:
         peak = _peak(db, 2.5)
+        assert min(writers.stop()) > 0  # every writer got to write
     assert peak < BOUND, f"-wal reached {peak / 2**20:.0f} MiB"
 
 
 def test_the_wal_is_back_under_64_mib_within_5_s_of_a_long_reader_ending(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    with _writers(db, 4):
+    with StepWriters(db, 4) as writers:
         with SnapshotReader(db) as reader:
             held = _peak(db, 2.0)  # a snapshot older than a second: the WAL may grow past the bound
             reader.release()
@@ -90,7 +44,8 @@ def test_the_wal_is_back_under_64_mib_within_5_s_of_a_long_reader_ending(tmp_pat
             while wal_size(db) >= BOUND and time.monotonic() - released < 5.0:
                 time.sleep(0.001)
             after = wal_size(db)
-        assert after < BOUND, (
-            f"-wal still {after / 2**20:.0f} MiB 5 s after the reader ended "
-            f"(it reached {held / 2**20:.0f} MiB while the reader held its snapshot)"
-        )
+        assert min(writers.stop()) > 0  # the writers went on meanwhile
+    assert after < BOUND, (
+        f"-wal still {after / 2**20:.0f} MiB 5 s after the reader ended "
+        f"(it reached {held / 2**20:.0f} MiB while the reader held its snapshot)"
+    )
