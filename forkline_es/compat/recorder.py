@@ -27,7 +27,7 @@ from forkline_es.recording.payloads import (
     EARLY,
     SIZED,
     check_least_size,
-    check_payload_size,
+    too_large,
 )
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import check_text
@@ -70,8 +70,8 @@ def logged_event(
     if type(redacted) in SIZED and len(redacted) > EARLY:
         check_least_size("payload", redacted, limit, typed=False)
     data = canonical_json(redacted)
-    if len(data) > limit:
-        check_payload_size("payload", data, limit)
+    if len(data) > limit:  # here too, not only in Run._record: the importer checks a whole source first
+        raise too_large("payload", data, limit)
     event = ForklineLogged(
         event_type=event_type,
         slots={"payload": Slot(state="present", digest=sha256_digest(data))},

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal, TypeAlias
 import apsw
 
 from forkline_es._logging import get_logger
-from forkline_es.errors import StoreDamaged, StoreError
+from forkline_es.errors import StoreDamaged, StoreError, shown
 from forkline_es.log import frozen
 from forkline_es.log.checkpoint import LIMIT_BYTES, install
 from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -257,7 +257,7 @@ def open_connection(
     append is refused with ``conflict``; set before the first read of the file.
     """
     if durability not in ("normal", "full"):
-        raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
+        raise StoreError(f"durability must be 'normal' or 'full', not {shown(durability)}")
     spath = os.fspath(path)
     _refuse_foreign_file(spath)
     if spath != ":memory:" and os.path.exists(spath + "-wal"):

@@ -26,9 +26,9 @@ __all__ = [
     "Payloads",
     "check_least_size",
     "check_payload_limit",
-    "check_payload_size",
     "encode_slots",
     "least_json_size",
+    "too_large",
 ]
 
 #: The default of ``Store.open(max_payload_bytes=...)``: 16 MiB of canonical JSON per payload.
@@ -97,14 +97,13 @@ def _too_large(slot: str, size: str, limit: int) -> InvalidValue:
     )
 
 
-def check_payload_size(slot: str, data: bytes, limit: int) -> None:
-    """Refuse the stored text of payload ``slot`` when it is longer than ``limit`` bytes.
+def too_large(slot: str, data: bytes, limit: int) -> InvalidValue:
+    """The refusal of payload ``slot`` whose stored text ``data`` is over ``limit`` bytes.
 
-    Hot paths test ``len(data) > limit`` themselves and call this only then: a call per
-    payload is a measurable part of an append.
+    ``Run._record``, the one append path, tests ``len(data) > limit`` for every payload and
+    raises this: a call per payload would be a measurable part of an append.
     """
-    if len(data) > limit:
-        raise _too_large(slot, f"{len(data):,}", limit)
+    return _too_large(slot, f"{len(data):,}", limit)
 
 
 #: The types whose least encoding ``least_json_size`` can bound above zero.
@@ -147,8 +146,9 @@ def encode_slots(
 
     A ``Sensitive`` value, or one the store's redaction policy finds sensitive, becomes a
     ``withheld`` slot and nothing of it (not even a digest) is kept. A ``Partial`` (dry
-    runs only) keeps its suppressed paths whatever the slot's state. A stored value
-    longer than ``limit`` bytes is refused (``invalid-value`` naming the slot).
+    runs only) keeps its suppressed paths whatever the slot's state. A container whose
+    least encoding is over ``limit`` bytes is refused before it is encoded; the exact size
+    of every stored value is checked where every append passes (``Run._record``).
     """
     slots: dict[str, Slot] = {}
     rows: list[tuple[str, bytes]] = []
@@ -181,8 +181,6 @@ def encode_slots(
             data = encode_value_json(arg)
         except InvalidValue as e:
             raise InvalidValue(e.reason, f"$.{name}{e.path[1:]}") from None
-        if len(data) > limit:
-            check_payload_size(name, data, limit)
         slots[name] = Slot(state="present", digest=sha256_digest(data), suppressed=suppressed)
         rows.append((name, data))
     return slots, tuple(rows)

@@ -35,7 +35,7 @@ from forkline_es.log.events import (
 )
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.recording.markers import MISSING
-from forkline_es.recording.payloads import BODY_ALLOWANCE, check_payload_size, encode_slots
+from forkline_es.recording.payloads import BODY_ALLOWANCE, encode_slots, too_large
 from forkline_es.recording.state import (
     RunState,
     check_attempt,
@@ -518,7 +518,7 @@ class Run:
         limit = self._store.max_payload_bytes
         for slot, data in payloads:  # every path that stores a payload passes here
             if len(data) > limit:
-                check_payload_size(slot, data, limit)
+                raise too_large(slot, data, limit)
         if len(body) > limit + BODY_ALLOWANCE:
             raise InvalidValue(
                 f"the {kind_of(event)} event's own fields are {len(body):,} bytes of JSON, over "
