@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 import apsw
 
 from forkline_es._logging import get_logger
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained
+from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, shown
 from forkline_es.log.checkpoint import truncate
 from forkline_es.log.connection import Cursor
 from forkline_es.log.eventlog import translate
@@ -465,14 +465,16 @@ _WAL_WAIT: Final = 2.0
 def _grace(seconds: object) -> float:
     """``artifact_grace_seconds`` checked before anything runs: a finite number >= 0."""
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise InvalidRequest(f"artifact_grace_seconds is a number of seconds (e.g. 3600), not {seconds!r}")
+        raise InvalidRequest(
+            f"artifact_grace_seconds is a number of seconds (e.g. 3600), not {shown(seconds)}"
+        )
     try:
         value = float(seconds)
     except OverflowError:  # an int too large for a float
         value = math.inf
     if not math.isfinite(value) or value < 0:
         raise InvalidRequest(
-            f"artifact_grace_seconds is a finite number of seconds >= 0 (e.g. 3600), not {seconds!r}"
+            f"artifact_grace_seconds is a finite number of seconds >= 0 (e.g. 3600), not {shown(seconds)}"
         )
     return value
 

@@ -122,6 +122,8 @@ CALLS: dict[str, Call] = {
     "metrics workflow": lambda s, r, rr, v: s.metrics(v, "m"),
     "metrics name": lambda s, r, rr, v: s.metrics("w", v),
     "verify_run": lambda s, r, rr, v: s.verify_run(v),
+    "verify_run anchors": lambda s, r, rr, v: s.verify_run("done", v),
+    "verify_all anchors": lambda s, r, rr, v: s.verify_all(anchors=v),
     # Store: retention and the feed
     "evict_run run": lambda s, r, rr, v: s.evict_run(v, "why"),
     "evict_run reason": lambda s, r, rr, v: s.evict_run("done", v),
@@ -138,6 +140,7 @@ CALLS: dict[str, Call] = {
     "completions limit": lambda s, r, rr, v: s.completions(limit=v),
     "acknowledge consumer": lambda s, r, rr, v: s.acknowledge(v, 1),
     "acknowledge position": lambda s, r, rr, v: s.acknowledge("c", v),
+    "gc artifact_grace_seconds": lambda s, r, rr, v: s.gc(v),
     # Run
     "begin_step path": lambda s, r, rr, v: r.begin_step(v),
     "begin_step arguments": lambda s, r, rr, v: r.begin_step("b", arguments=v),
