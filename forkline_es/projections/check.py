@@ -35,6 +35,7 @@ from forkline_es.projections.sql import DDL
 __all__ = [
     "RunRefolder",
     "check_projections",
+    "compare_rows",
     "compare_tables",
     "copy_database",
     "rebuilt_differences",
@@ -53,7 +54,11 @@ def _layout(conn: Connection, table: str) -> tuple[tuple[str, ...], tuple[int, .
     return columns, key or tuple(range(len(columns)))
 
 
-def table_rows(conn: Connection, table: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+#: A table's rows by primary key.
+Rows = dict[tuple[Any, ...], tuple[Any, ...]]
+
+
+def table_rows(conn: Connection, table: str) -> Rows:
     """Every row of ``table`` keyed by its primary key (all columns when it has none)."""
     columns, key = _layout(conn, table)
     if not columns:
@@ -66,13 +71,17 @@ def table_rows(conn: Connection, table: str) -> dict[tuple[Any, ...], tuple[Any,
 
 def compare_tables(live: Connection, rebuilt: Connection, tables: Iterable[str]) -> list[str]:
     """One line per differing row of each table, live versus rebuilt."""
+    return compare_rows(((table, table_rows(live, table)) for table in tables), rebuilt)
+
+
+def compare_rows(live: Iterable[tuple[str, Rows]], rebuilt: Connection) -> list[str]:
+    """One line per differing row of each (table, rows read earlier), versus ``rebuilt``."""
     out: list[str] = []
-    for table in tables:
-        out.extend(_differences(table, table_rows(live, table), table_rows(rebuilt, table), "the rebuild"))
+    for table, rows in live:
+        out.extend(_differences(table, rows, table_rows(rebuilt, table), "the rebuild"))
     return out
 
 
-Rows = dict[tuple[Any, ...], tuple[Any, ...]]
 #: Columns holding a whole JSON state or fragment: named when they differ, not printed.
 _LONG: Final = frozenset({"state", "doc"})
 
@@ -141,12 +150,9 @@ def rebuilt_differences(
     try:
         copy = copy_database(conn, scratch)
         try:
-            live = {table: table_rows(copy, table) for table in tables}
+            live = [(table, table_rows(copy, table)) for table in tables]  # before the rebuild
             rebuild(copy, progress)
-            out: list[str] = []
-            for table in tables:
-                out.extend(_differences(table, live[table], table_rows(copy, table), "the rebuild"))
-            return out
+            return compare_rows(live, copy)
         finally:
             copy.close()
     finally:
