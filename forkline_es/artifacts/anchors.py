@@ -14,7 +14,7 @@ from typing import Any, Final, cast
 
 import msgspec
 
-from forkline_es.errors import InvalidRequest
+from forkline_es.errors import InvalidRequest, shown
 from forkline_es.log.connection import Cursor
 from forkline_es.values import is_digest, is_text
 
@@ -33,15 +33,6 @@ _SHAPE: Final = (
 )
 
 
-def _shown(value: object) -> str:
-    """``repr(value)``, cut short: a malformed file can be large."""
-    try:
-        text = repr(value)
-    except (ValueError, RecursionError):  # an int too long for its decimal text, a deep nest
-        return "a very large integer"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def read_anchors(cur: Cursor) -> dict[str, dict[str, int | str]]:
     """``{run_id: {"seq": int, "digest": str}}`` of every run with rows, in ``cur``'s snapshot."""
     return {
@@ -57,20 +48,20 @@ def checked_anchors(anchors: object) -> dict[str, Anchor]:
     out: dict[str, Anchor] = {}
     for run_id, anchor in anchors.items():
         if not is_text(run_id) or "\x00" in run_id:
-            raise InvalidRequest(f"anchors: {_shown(run_id)} is not a run id; anchors must be {_SHAPE}")
+            raise InvalidRequest(f"anchors: {shown(run_id)} is not a run id; anchors must be {_SHAPE}")
         if not isinstance(anchor, Mapping) or set(anchor) != {"seq", "digest"}:
             raise InvalidRequest(
-                f"anchors: run {_shown(run_id)} has {_shown(anchor)}; each run's anchor must be exactly "
+                f"anchors: run {shown(run_id)} has {shown(anchor)}; each run's anchor must be exactly "
                 '{"seq": int >= 1, "digest": "sha256:<64 hex>"}'
             )
         seq, digest = anchor["seq"], anchor["digest"]
         if type(seq) is not int or seq < 1:
             raise InvalidRequest(
-                f"anchors: run {_shown(run_id)} has seq {_shown(seq)}; a seq is an integer >= 1"
+                f"anchors: run {shown(run_id)} has seq {shown(seq)}; a seq is an integer >= 1"
             )
         if not is_digest(digest):
             raise InvalidRequest(
-                f"anchors: run {_shown(run_id)} has digest {_shown(digest)}; "
+                f"anchors: run {shown(run_id)} has digest {shown(digest)}; "
                 "a digest is sha256: and 64 lower-case hex digits"
             )
         out[run_id] = (seq, digest)
