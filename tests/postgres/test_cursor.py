@@ -24,12 +24,14 @@ from forkline_es.testing.postgres import PostgresServer
     ],
 )
 def test_placeholders_outside_literals_and_every_percent(sqlite: str, postgres: str) -> None:
-    assert pg_sql(sqlite) == postgres
+    assert pg_sql(sqlite) == (postgres, False)
 
 
-def test_numbered_placeholders_are_refused() -> None:
-    with pytest.raises(ValueError, match="numbered"):
-        pg_sql("SELECT ?1")
+def test_numbered_placeholders_take_their_values_by_number(cur: PgCursor) -> None:
+    assert pg_sql("SELECT ?2, ?1, ?2 || '?1'") == ("SELECT %(2)s, %(1)s, %(2)s || '?1'", True)
+    assert cur.execute("SELECT ?2::text, ?1::text, ?2::text", ("a", "b")).fetchall() == [("b", "a", "b")]
+    with pytest.raises(ValueError, match="not both"):
+        pg_sql("SELECT ?1, ?")
 
 
 @pytest.fixture(scope="module")

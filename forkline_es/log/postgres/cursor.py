@@ -4,9 +4,9 @@ Every statement above the seam is written once with ``?`` placeholders
 (``log/backend.py``); psycopg takes ``%s`` and reads every ``%`` of a statement that has
 parameters as the start of one, string literals included. ``pg_sql`` rewrites a statement
 once (cached by its text): ``?`` outside literals, quoted identifiers and comments becomes
-``%s``, and every ``%`` is doubled. A statement without parameters goes to psycopg as it is
-and unparsed, which is also how several ``;``-separated statements (projection DDL) run in
-one call, as apsw runs them.
+``%s`` (SQLite's numbered ``?N``: ``%(N)s``), and every ``%`` is doubled. A statement
+without parameters goes to psycopg as it is and unparsed, which is also how several
+``;``-separated statements (projection DDL) run in one call, as apsw runs them.
 
 Text goes in and comes out as ``str``: the connection's client encoding is UTF-8
 (``connection.connect``), so canonical JSON text round-trips byte for byte once encoded
@@ -28,14 +28,16 @@ _QUOTES: Final = ("'", '"')
 
 
 @functools.lru_cache(maxsize=2048)
-def pg_sql(sql: str) -> str:
-    """``sql`` with ``?`` placeholders in psycopg's words: ``%s``, and ``%`` doubled.
+def pg_sql(sql: str) -> tuple[str, bool]:
+    """``sql`` with ``?`` placeholders in psycopg's words, and whether they are numbered.
 
-    ``?`` inside a string literal, a quoted identifier or a comment is text, not a
-    parameter. SQLite's numbered (``?1``) and named (``:x``) forms are refused: nothing
-    above the seam uses them, and ``?1`` twice would need one value given twice here.
+    ``?`` becomes ``%s`` and SQLite's numbered ``?N`` becomes ``%(N)s`` (the statement then
+    takes its parameters as ``{"N": value}``: ``numbered``), every ``%`` is doubled. ``?``
+    inside a string literal, a quoted identifier or a comment is text, not a parameter.
+    A statement mixing both forms is refused, as SQLite would number them confusingly.
     """
     out: list[str] = []
+    plain = numbered = False
     i, n = 0, len(sql)
     while i < n:
         c = sql[i]
@@ -57,17 +59,29 @@ def pg_sql(sql: str) -> str:
             out.append(sql[i:end].replace("%", "%%"))
             i = end
         elif c == "?":
-            if i + 1 < n and sql[i + 1].isdigit():
-                raise ValueError(f"numbered placeholders (?N) are not supported: {sql!r}")
-            out.append("%s")
-            i += 1
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            if j > i + 1:
+                numbered = True
+                out.append(f"%({int(sql[i + 1 : j])})s")
+            else:
+                plain = True
+                out.append("%s")
+            i = j
         elif c == "%":
             out.append("%%")
             i += 1
         else:
             out.append(c)
             i += 1
-    return "".join(out)
+    if plain and numbered:
+        raise ValueError(f"a statement takes ? or ?N placeholders, not both: {sql!r}")
+    return "".join(out), numbered
+
+
+def _params(params: Sequence[Any], numbered: bool) -> Sequence[Any] | dict[str, Any]:
+    return {str(k): v for k, v in enumerate(params, 1)} if numbered else params
 
 
 class PgCursor:
@@ -92,13 +106,15 @@ class PgCursor:
 
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> PgCursor:
         if params:
-            self._cur.execute(pg_sql(sql), params)
+            query, numbered = pg_sql(sql)
+            self._cur.execute(query, _params(params, numbered))
         else:  # unparsed: no % to double, and ;-separated statements allowed
             self._cur.execute(sql)
         return self
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> PgCursor:
-        self._cur.executemany(pg_sql(sql), params)
+        query, numbered = pg_sql(sql)
+        self._cur.executemany(query, (_params(p, numbered) for p in params))
         return self
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
