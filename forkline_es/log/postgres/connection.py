@@ -24,8 +24,6 @@ from forkline_es.errors import Conflict, ForklineError, RunNotRetained, StoreErr
 from forkline_es.log.connection import BUSY_TIMEOUT_MS
 from forkline_es.log.postgres.cursor import PgCursor
 from forkline_es.log.postgres.schema import (
-    BARRIER,
-    END_OF_LOG,
     SCHEMA_LOCK,
     SCHEMA_VERSION,
     TABLES,
@@ -149,24 +147,18 @@ def horizon(cur: PgCursor) -> int:
     """The end of the log below which nothing will ever commit again: every row at or below
     it is committed, and visible to any statement or snapshot that starts after this call.
 
-    It takes the barrier lock exclusively (waiting for the appends in flight; see
-    ``schema``), then reads the end of the log in a statement of its own, whose snapshot
-    starts after the lock was granted. Outside a transaction (autocommit) the lock is held
-    for that one statement; inside a READ COMMITTED transaction, until that transaction
-    ends, so end it soon. A REPEATABLE READ or SERIALIZABLE transaction is refused: its
-    snapshot may predate the lock, and would miss rows below the end it reads. Take the
+    ``log_horizon()`` (``schema``) takes the barrier lock exclusively, waiting for the
+    appends in flight, and reads the end of the log while holding it, in a snapshot that
+    starts after the lock was granted. Outside a transaction the lock is released when the
+    call returns; inside a READ COMMITTED transaction, when that transaction ends (end it
+    soon: appends wait meanwhile). In a REPEATABLE READ or SERIALIZABLE transaction it is
+    refused: that snapshot may be older than the lock and miss rows below the end. Take the
     horizon first, then open such a snapshot and read up to it.
     """
-    ((isolation,),) = cur.execute(
-        f"SELECT current_setting('transaction_isolation') FROM pg_advisory_xact_lock({BARRIER})"
-    ).fetchall()
-    in_transaction = cur.raw.connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-    if in_transaction and isolation != "read committed":
-        raise StoreError(
-            f"horizon: taken inside a {isolation} transaction, whose snapshot may be older than "
-            "the barrier; take it before that transaction begins"
-        )
-    return int(cur.execute(f"SELECT {END_OF_LOG}").fetchall()[0][0])
+    try:
+        return int(cur.execute("SELECT log_horizon()").fetchall()[0][0])
+    except pg.FeatureNotSupported as e:
+        raise StoreError(f"horizon: {e.diag.message_primary}") from None
 
 
 # -- errors ------------------------------------------------------------------------------

@@ -259,6 +259,22 @@ END $$;
 CREATE TRIGGER log_end_moves_the_sequence BEFORE INSERT OR UPDATE ON log_end
 FOR EACH ROW EXECUTE FUNCTION log_end_moves_the_sequence();
 
+-- The read barrier's reader side (connection.horizon). The lock is granted before the end
+-- of the log is read, and held while it is: a statement of a VOLATILE function takes a
+-- snapshot of its own at READ COMMITTED, so the second one sees every row whose position
+-- was given out before the lock was granted (all committed or rolled back by then), and
+-- no position is given out while the lock is held. Released when the caller's transaction
+-- ends: at once outside one. A snapshot older than the lock would miss rows below the end.
+CREATE FUNCTION log_horizon() RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'forkline_es: the horizon is read at read committed, not at %: take it first',
+            current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
+    END IF;
+    PERFORM pg_advisory_xact_lock({BARRIER});
+    RETURN {_END_OF_LOG_IN_S};
+END $$;
+
 -- TRUNCATE fires no row trigger: it would empty the tables past every rule above.
 CREATE FUNCTION never_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
