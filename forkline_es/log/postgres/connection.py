@@ -112,30 +112,35 @@ def schema_version(cur: PgCursor) -> int | None:
 
 
 def ensure_schema(conn: psycopg.Connection[Any]) -> None:
-    """Create or migrate the tables in the connection's current schema, each step in its
-    own transaction under the advisory ``SCHEMA_LOCK`` (and the version read again under
-    it): several hosts opening a new database at once create it once."""
+    """Create or migrate the tables in the connection's current schema, one transaction per
+    step, under the advisory ``SCHEMA_LOCK`` (the version read again under it): several
+    hosts opening a new database at once create it once.
+
+    The lock is a session lock taken before each step's transaction begins, not inside it:
+    a transaction that waited for a lock inside would still see the catalogue as it was
+    when it began (tables another host has since created look absent to ``to_regclass``).
+    """
     cur = PgCursor(conn.cursor())
     try:
         if schema_version(cur) == SCHEMA_VERSION:
             return
         for step in range(SCHEMA_VERSION):
-            cur.execute("BEGIN")
+            cur.execute(f"SELECT pg_advisory_lock({SCHEMA_LOCK})")
             try:
-                cur.execute(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
-                current = schema_version(cur) or 0
-                if current > step:
+                cur.execute("BEGIN")
+                if (schema_version(cur) or 0) > step:
                     cur.execute("COMMIT")
                     continue
                 ((schema,),) = cur.execute("SELECT current_schema()").fetchall()
                 cur.execute(migration(step, schema))
                 cur.execute(f"UPDATE {VERSION_TABLE} SET version = ?", (step + 1,))
                 cur.execute("COMMIT")
-            except BaseException:
+            finally:
                 if not conn.closed:
                     with contextlib.suppress(psycopg.Error):
-                        cur.execute("ROLLBACK")
-                raise
+                        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                            cur.execute("ROLLBACK")
+                        cur.execute(f"SELECT pg_advisory_unlock({SCHEMA_LOCK})")
     except psycopg.Error as e:
         raise translate(e, "creating the forkline_es tables", maintenance=True) from None
 
