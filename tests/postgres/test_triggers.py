@@ -159,6 +159,18 @@ def test_a_position_given_past_the_end_is_kept_and_the_next_ones_follow_it(raw: 
     assert raw(f"SELECT {END_OF_LOG}") == [(101,)]
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO log_end (id, position) VALUES (1, 500)",
+        "INSERT INTO eviction (run_id, position, at, reason) VALUES ('gone', 500, 't', 'copied')",
+    ],
+)
+def test_an_end_of_the_log_copied_in_moves_the_positions_past_it(raw: Raw, statement: str) -> None:
+    raw(statement)
+    assert raw.append("r3", 1) == 501
+
+
 @pytest.mark.parametrize("table", ["log", "payload", "eviction"])
 @pytest.mark.parametrize("how", ["", " CASCADE", " RESTART IDENTITY"])
 def test_truncate_is_refused(raw: Raw, table: str, how: str) -> None:
