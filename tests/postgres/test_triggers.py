@@ -233,6 +233,23 @@ def test_an_evicted_run_takes_no_more_rows(raw: Raw) -> None:
     assert raw.tables() == before
 
 
+def test_the_rules_hold_whatever_search_path_the_client_has(raw: Raw) -> None:
+    raw.evict("r1")
+    raw("CREATE SCHEMA decoy")
+    raw("CREATE TABLE decoy.eviction (run_id text, position bigint)")  # empty: would evict nothing
+    raw("SET search_path = decoy, pg_catalog")
+    evicted = raw.refused(
+        f"INSERT INTO public.log ({COLUMNS}) VALUES ('r1', 4, NULL, 0, 'k', 't', 'x', 'b', 'd', NULL)"
+    )
+    assert EVICTED_RUN_REFUSED in refusal(evicted)
+    assert "never updated" in refusal(raw.refused("UPDATE public.log SET kind = 'x'"))
+    ((position,),) = raw(
+        f"INSERT INTO public.log ({COLUMNS}) VALUES ('r2', 4, NULL, 0, 'k', 't', 'x', 'b', 'd', NULL) "
+        "RETURNING position"
+    )
+    assert position == 7
+
+
 def test_deleting_an_eviction_record_keeps_the_end_of_the_log(raw: Raw) -> None:
     raw.append("r3", 1, values=1)
     raw.evict("r3")

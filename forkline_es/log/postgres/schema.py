@@ -10,10 +10,11 @@ layout's own versions, kept in ``forkline_es_schema``.
 Positions and the horizon (docs/postgres.md says why): a BEFORE INSERT trigger on ``log``
 takes ``pg_advisory_xact_lock_shared(BARRIER)`` and only then the position
 ``nextval('log_position')`` (a sequence with CACHE 1: a cached block per session would give
-a later transaction a lower position). A follower's ``horizon`` takes the same lock
-exclusively: once it has it, every transaction that took a position has committed or
-rolled back, and every later one gets a higher position; so every row at or below the
-end of the log read then is committed and visible, and none will join it. Writers take the
+a later transaction a lower position). A follower's horizon (``log_horizon()``) takes the same
+lock exclusively and reads the end of the log while it holds it: once it has the lock,
+every transaction that took a position has committed or rolled back, and no position is
+given out until it lets go, every later one higher; so every row at or below that end is
+committed and visible, and none will join it. Writers take the
 lock shared and never wait for each other.
 
 Each rule of the SQLite triggers holds here for any client: no UPDATE of log or payload
