@@ -86,7 +86,8 @@ _databases = itertools.count()
 
 
 @pytest.fixture
-def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> str:
-    """The DSN of a new, empty database of its own for this test."""
-    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
-    return pg_server.create_database(f"t{next(_databases)}_{name}")
+def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The DSN of a new, empty database of its own for this test, dropped after it."""
+    name = f"t{next(_databases)}_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    yield pg_server.create_database(name)
+    pg_server.drop_database(name)

@@ -194,6 +194,15 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')  # name matched _DATABASE_NAME
         return self.dsn(name)
 
+    def drop_database(self, name: str) -> None:
+        """Drop database ``name``, ending any connection still open to it (a test's leftovers)."""
+        if not _DATABASE_NAME.fullmatch(name):
+            raise ValueError(f"database name {name!r} is not a plain lower-case identifier")
+        import psycopg
+
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
     # -- parts -----------------------------------------------------------------------
 
     @property

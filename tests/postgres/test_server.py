@@ -51,6 +51,19 @@ def test_settings_override_and_stop_removes_everything() -> None:
 def test_a_bad_database_name_is_refused(pg_server: PostgresServer) -> None:
     with pytest.raises(ValueError, match="identifier"):
         pg_server.create_database('x"; DROP DATABASE postgres; --')
+    with pytest.raises(ValueError, match="identifier"):
+        pg_server.drop_database('postgres"; --')
+
+
+def test_a_database_is_dropped_with_connections_still_open(pg_server: PostgresServer) -> None:
+    dsn = pg_server.create_database("dropped")
+    left_open = psycopg.connect(dsn)
+    pg_server.drop_database("dropped")
+    with psycopg.connect(pg_server.dsn()) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_database WHERE datname = 'dropped'").fetchone() == (0,)
+    with pytest.raises(psycopg.OperationalError):
+        left_open.execute("SELECT 1")
+    left_open.close()
 
 
 def test_no_server_binaries_is_an_error_that_says_what_to_install(
