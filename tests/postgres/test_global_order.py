@@ -181,3 +181,32 @@ def _insert(cur: PgCursor, run_id: str) -> int:
         (run_id,),
     ).fetchall()
     return int(position)
+
+
+def test_writers_never_wait_for_each_other(pg_dsn: str) -> None:
+    """Two transactions hold the barrier and their runs' locks open; a third writer, on another
+    run, appends and commits within a 300 ms lock timeout, and so does a writer on a run whose
+    neighbour is being evicted: no table lock, no counter row, no shared exclusive lock."""
+    with connect(pg_dsn) as conn:
+        ensure_schema(conn)
+    conns = [connect(pg_dsn, lock_timeout_ms=300) for _ in range(4)]
+    first, second, third, evictor = (PgCursor(c.cursor()) for c in conns)
+    assert _insert(third, "gone") == 1
+    first.execute("BEGIN")
+    second.execute("BEGIN")
+    _insert(first, "a")
+    _insert(second, "b")
+    evictor.execute("BEGIN")
+    evictor.execute("INSERT INTO eviction (run_id, position, at, reason) VALUES ('gone', 1, 't', 'x')")
+    assert _insert(third, "c") == 4  # autocommit: committed while three transactions are open
+    first.execute("COMMIT")
+    second.execute("COMMIT")
+    evictor.execute("COMMIT")
+    assert third.execute("SELECT run_id FROM log ORDER BY position").fetchall() == [
+        ("gone",),
+        ("a",),
+        ("b",),
+        ("c",),
+    ]
+    for c in conns:
+        c.close()
