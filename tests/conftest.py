@@ -6,8 +6,10 @@ default "ci" profile. ``HYPOTHESIS_PROFILE=dev`` is quicker for local iteration.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import forkline_es as fe
+from forkline_es.testing.postgres import PostgresServer
 
 settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -69,3 +72,22 @@ def damaged_db(tmp_path: Path) -> Path:
         f.seek(size // 2)
         f.write(bytes(rng.randrange(256) for _ in range(4096)))
     return db
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server per test process (each xdist worker has its own),
+    started at the first test that asks for it. No server here fails the test: it never skips."""
+    with PostgresServer() as server:
+        yield server
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The DSN of a new, empty database of its own for this test, dropped after it."""
+    name = f"t{next(_databases)}_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    yield pg_server.create_database(name)
+    pg_server.drop_database(name)
