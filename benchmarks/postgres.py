@@ -30,9 +30,10 @@ Columns (sides), each a fresh database (or file) per trial:
 
 ``synchronous_commit=off`` is set on the trial's database (``ALTER DATABASE``), so every
 side's connections get it without any peer being patched. Every side runs in writer
-processes: each opens its connection (DBOS launches and runs a warm-up workflow), signals
-readiness, waits on a barrier file, and prints ``time.monotonic()`` after its last commit;
-the figure is the total from the barrier to the last writer's last commit. After each
+processes forked from the runner: each opens its connection (DBOS launches and runs a
+warm-up workflow), signals readiness, waits on a barrier file, and reports
+``time.monotonic()`` after its last commit; the figure is the total from the barrier to the
+last writer's last commit. After each
 trial the rows are counted (raw, eventsourcing, ours): every acknowledged event is there,
 once. Each repetition runs every side, starting one later in the list each time; a ratio
 is the median of the per-repetition ratios (never a ratio of medians).
@@ -47,9 +48,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +58,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Final
 
@@ -64,7 +66,6 @@ from benchmarks._harness import environment, spread
 
 __all__ = ["main"]
 
-_ROOT: Final = Path(__file__).resolve().parents[1]
 _ARTIFACT: Final = "sha256:" + "cd" * 32
 _SLOTS: Final = 16  # payload ids are position * 16 + slot, as in forkline_es's payload table
 _WRITERS: Final = (1, 2, 4, 8)
@@ -139,7 +140,7 @@ def _wait(barrier: str, who: int) -> None:
         time.sleep(0.0005)
 
 
-def _raw_writer(job: Job, barrier: str) -> None:
+def _raw_writer(job: Job, barrier: str) -> float:
     import psycopg
 
     run_id = f"writer-{job.who}"
@@ -154,16 +155,18 @@ def _raw_writer(job: Job, barrier: str) -> None:
         _wait(barrier, job.who)
         if job.kind == "batch":  # a step's four rows in one transaction, one round trip
             for i in range(1, len(values), 4):
-                with conn.pipeline(), conn.transaction():
+                with conn.pipeline():  # sent together, one sync at the end of the block
+                    cur.execute("BEGIN")
                     for v in values[i : i + 4]:
                         cur.execute(_RAW_INSERT, v, prepare=True)
+                    cur.execute("COMMIT")
         else:
             for v in values[1:]:
                 cur.execute(_RAW_INSERT, v, prepare=True)
-        print(time.monotonic())
+        return time.monotonic()
 
 
-def _es_writer(job: Job, barrier: str) -> None:
+def _es_writer(job: Job, barrier: str) -> float:
     import psycopg
     from eventsourcing.persistence import StoredEvent
     from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
@@ -179,11 +182,12 @@ def _es_writer(job: Job, barrier: str) -> None:
     _wait(barrier, job.who)
     for i in range(1, job.n + 1):
         recorder.insert_events([StoredEvent(originator, i, "bench:Event", states[i])])
-    print(time.monotonic())
+    end = time.monotonic()
     datastore.close()
+    return end
 
 
-def _dbos_writer(job: Job, barrier: str) -> None:
+def _dbos_writer(job: Job, barrier: str) -> float:
     import logging
 
     from dbos import DBOS
@@ -205,11 +209,12 @@ def _dbos_writer(job: Job, barrier: str) -> None:
     workflow(5)
     _wait(barrier, job.who)
     workflow(job.n)
-    print(time.monotonic())
+    end = time.monotonic()
     DBOS.destroy()
+    return end
 
 
-def _fe_writer(job: Job, barrier: str) -> None:
+def _fe_writer(job: Job, barrier: str) -> float:
     import forkline_es as fe
 
     durability = "full" if job.durable else "normal"
@@ -219,9 +224,9 @@ def _fe_writer(job: Job, barrier: str) -> None:
         _wait(barrier, job.who)
         for i in range(job.n):
             recorder.log_event(run_id, "input", {"i": i, "text": "hello"})
-        print(time.monotonic())
+        end = time.monotonic()
         recorder.close()
-        return
+        return end
     with fe.Store.open(job.target, durability=durability) as store:
         run = store.start_run(workflow="bench/steps", run_id=f"writer-{job.who}")
         _wait(barrier, job.who)
@@ -231,7 +236,7 @@ def _fe_writer(job: Job, barrier: str) -> None:
                     _step(run, i)
             else:
                 _step(run, i)
-        print(time.monotonic())
+        return time.monotonic()
 
 
 def _step(run: Any, i: int) -> None:
@@ -248,7 +253,7 @@ def _events(kind: str, n: int) -> int:
     return n if kind == "append" else 4 * n
 
 
-_WRITER_FNS: Final[dict[str, Callable[[Job, str], None]]] = {
+_WRITER_FNS: Final[dict[str, Callable[[Job, str], float]]] = {
     RAW: _raw_writer,
     ES: _es_writer,
     DBOS: _dbos_writer,
@@ -257,51 +262,64 @@ _WRITER_FNS: Final[dict[str, Callable[[Job, str], None]]] = {
 }
 
 
-def _writer_main(argv: Sequence[str]) -> None:
-    """Entry of a writer process: ``side kind target n durable who barrier``."""
-    side, kind, target, n, durable, who, barrier = argv
-    job = Job(side, kind, target, int(n), durable == "1", int(who))
-    _WRITER_FNS[side](job, barrier)
+def _writer(job: Job, barrier: str, result: Connection) -> None:
+    """A forked writer process: its end time, or why it failed, goes back through ``result``."""
+    try:
+        result.send(("ok", _WRITER_FNS[job.side](job, barrier)))
+    except BaseException as e:
+        result.send(("failed", f"{type(e).__name__}: {e}"))
+        raise
 
 
 def _run_writers(jobs: Sequence[Job], folder: Path) -> float:
-    """Seconds from the barrier (every writer ready) to the last writer's last commit."""
+    """Seconds from the barrier (every writer ready) to the last writer's last commit.
+
+    Writers are forked from this process, which has imported forkline_es, psycopg and
+    eventsourcing already (a fresh interpreter per writer spent seconds importing them on
+    this 2-core machine, outside the clock but not outside the run's length); nothing is
+    open in the parent when it forks.
+    """
     barrier = folder / f"go-{uuid.uuid4().hex[:8]}"
-    code = "import sys; from benchmarks.postgres import _writer_main; _writer_main(sys.argv[1:])"
+    fork = multiprocessing.get_context("fork")
+    pipes = [fork.Pipe(duplex=False) for _ in jobs]
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, j.side, j.kind, j.target, str(j.n), "1" if j.durable else "0",
-             str(j.who), str(barrier)],
-            cwd=_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for j in jobs
+        fork.Process(target=_writer, args=(j, str(barrier), send), daemon=True)
+        for j, (_, send) in zip(jobs, pipes, strict=True)
     ]
+    for p in procs:
+        p.start()
     ready = [Path(f"{barrier}.ready-{j.who}") for j in jobs]
     deadline = time.monotonic() + 180
     try:
         while not all(r.exists() for r in ready):
-            failed = [p for p in procs if p.poll() is not None]
+            failed = [i for i, p in enumerate(procs) if p.exitcode is not None]
             if failed or time.monotonic() > deadline:
-                err = failed[0].communicate()[1] if failed else "timed out"
-                raise RuntimeError(f"a writer failed before it was ready: {_last_line(err)}")
+                why = _outcome(pipes[failed[0]][0]) if failed else "timed out"
+                raise RuntimeError(f"a writer failed before it was ready: {why}")
             time.sleep(0.001)
         start = time.monotonic()
         barrier.touch()
         ends: list[float] = []
-        for p in procs:
-            out, err = p.communicate(timeout=900)
-            if p.returncode != 0:
-                raise RuntimeError(f"a writer failed (exit {p.returncode}): {_last_line(err)}")
-            ends.append(float(out.split()[-1]))
+        for (recv, _), p in zip(pipes, procs, strict=True):
+            if not recv.poll(900):
+                raise RuntimeError("a writer did not finish within 900 s")
+            status, value = recv.recv()
+            if status != "ok":
+                raise RuntimeError(f"a writer failed: {_last_line(str(value))}")
+            ends.append(float(value))
+            p.join(60)
     finally:
         for p in procs:
-            if p.poll() is None:
+            if p.is_alive():
                 p.kill()
-                p.wait()
+                p.join()
     return max(ends) - start
+
+
+def _outcome(recv: Connection) -> str:
+    if recv.poll(0):
+        return _last_line(str(recv.recv()[1]))
+    return "it exited without a word"
 
 
 def _last_line(text: str) -> str:
@@ -489,9 +507,9 @@ class Line:
 
 
 def _workloads(quick: bool) -> list[Workload]:
-    events = 150 if quick else 1_000
-    per_writer = 100 if quick else 500
-    steps = 50 if quick else 250
+    events = 150 if quick else 600
+    per_writer = 100 if quick else 250
+    steps = 50 if quick else 120
     appenders = (RAW, ES, FE_PG, FE_SQLITE)
     stepper = (RAW, DBOS, FE_PG, FE_SQLITE)
     out = [
@@ -591,6 +609,7 @@ def _versions() -> str:
 
 
 def _missing_peers() -> dict[str, str]:
+    """Why a peer cannot run, by side; imported here, so forked writers start with them."""
     missing: dict[str, str] = {}
     for side, module in ((ES, "eventsourcing.postgres"), (DBOS, "dbos")):
         try:
