@@ -216,8 +216,9 @@ def _dbos_writer(job: Job, barrier: str) -> float:
 
 def _fe_writer(job: Job, barrier: str) -> float:
     import forkline_es as fe
+    from forkline_es.log.connection import Durability
 
-    durability = "full" if job.durable else "normal"
+    durability: Durability = "full" if job.durable else "normal"
     if job.kind == "append":
         recorder = fe.RunRecorder(db_path=job.target, durability=durability)
         run_id = recorder.start_run(entrypoint="bench.py", run_id=f"writer-{job.who}")
@@ -457,7 +458,7 @@ def _check_fe_sqlite(path: Path, kind: str, writers: int, n: int) -> None:
     conn = apsw.Connection(str(path))
     ((count,),) = conn.execute("SELECT count(*) FROM log").fetchall()
     conn.close()
-    _same(FE_SQLITE, int(count), _expected_fe(kind, writers, n))
+    _same(FE_SQLITE, int(str(count)), _expected_fe(kind, writers, n))
 
 
 def _check_pg(side: str, dsn: str, kind: str, writers: int, n: int) -> None:
@@ -594,7 +595,10 @@ def _table(lines: Sequence[Line], markdown: bool) -> str:
         rows += ["| " + " | ".join(c) + " |" for c in body]
         return "\n".join(rows)
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    fmt = lambda cells: "  ".join(c.ljust(wd) for c, wd in zip(cells, widths, strict=True))  # noqa: E731
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(wd) for c, wd in zip(cells, widths, strict=True))
+
     return "\n".join([fmt(head), "  ".join("-" * wd for wd in widths), *(fmt(b) for b in body)])
 
 
