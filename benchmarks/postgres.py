@@ -60,9 +60,12 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks._harness import environment, spread
+
+if TYPE_CHECKING:
+    from forkline_es.testing.postgres import PostgresServer
 
 __all__ = ["main"]
 
@@ -334,7 +337,7 @@ def _last_line(text: str) -> str:
 class Server:
     """The throwaway server and a fresh database per trial (dropped after it)."""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: PostgresServer) -> None:
         self.server = server
         self._names = itertools.count()
 
@@ -343,15 +346,14 @@ class Server:
         import psycopg
 
         name = f"bench_{next(self._names)}"
-        dsn = str(self.server.create_database(name))
-        with psycopg.connect(self.server.dsn(), autocommit=True) as conn:
-            if not durable:
+        dsn = self.server.create_database(name)
+        if not durable:
+            with psycopg.connect(self.server.dsn(), autocommit=True) as conn:
                 conn.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
         try:
             yield dsn
         finally:
-            with psycopg.connect(self.server.dsn(), autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            self.server.drop_database(name)
 
     def version(self) -> str:
         import psycopg
