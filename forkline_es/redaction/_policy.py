@@ -76,9 +76,9 @@ class RedactionPolicy:
         "_key_rules",
         "_path_rules",
         "_pattern_rules",
+        "_rules",
         "hash_salt",
         "mask",
-        "rules",
     )
 
     def __init__(
@@ -97,14 +97,14 @@ class RedactionPolicy:
             raise InvalidRequest(f"mask must be a string, got {type(mask).__name__}")
         if hash_salt is not None and (not isinstance(hash_salt, bytes) or not hash_salt):
             raise InvalidRequest("hash_salt must be non-empty bytes, or None for plain sha256")
-        self.rules: tuple[RedactionRule, ...] = tuple(rules)
+        self._rules: tuple[RedactionRule, ...] = tuple(rules)
         self.mask: str = mask
         self.hash_salt: bytes | None = hash_salt
         self._key_rules: tuple[tuple[int, tuple[str, ...]], ...] = tuple(
-            (i, key_words(r.key)) for i, r in enumerate(self.rules) if r.key is not None
+            (i, key_words(r.key)) for i, r in enumerate(self._rules) if r.key is not None
         )
         by_length: dict[int, list[tuple[int, tuple[str, ...]]]] = {}
-        for i, r in enumerate(self.rules):
+        for i, r in enumerate(self._rules):
             if r.path is not None:
                 segments = r.path_segments()
                 by_length.setdefault(len(segments), []).append((i, segments))
@@ -112,12 +112,17 @@ class RedactionPolicy:
             n: tuple(found) for n, found in by_length.items()
         }
         self._pattern_rules: tuple[tuple[int, re.Pattern[str]], ...] = tuple(
-            (i, re.compile(r.pattern)) for i, r in enumerate(self.rules) if r.pattern is not None
+            (i, re.compile(r.pattern)) for i, r in enumerate(self._rules) if r.pattern is not None
         )
         self._any_pattern = _alternation(self._pattern_rules)
-        self._has_hash: bool = any(r.action == "hash" for r in self.rules)
+        self._has_hash: bool = any(r.action == "hash" for r in self._rules)
         self._key_cache: dict[str, int] = {}
         self._key_pattern_cache: dict[str, int] = {}
+
+    @property
+    def rules(self) -> tuple[RedactionRule, ...]:
+        """The rules, in the order they are tried."""
+        return self._rules
 
     @classmethod
     def default(cls, *, mask: str = DEFAULT_MASK) -> RedactionPolicy:
@@ -132,7 +137,7 @@ class RedactionPolicy:
         return cls(())
 
     def __repr__(self) -> str:
-        return f"RedactionPolicy({len(self.rules)} rules, mask={self.mask!r})"
+        return f"RedactionPolicy({len(self._rules)} rules, mask={self.mask!r})"
 
     # -- public operations ------------------------------------------------------------------
 
@@ -154,7 +159,7 @@ class RedactionPolicy:
             if index == _NO_RULE:
                 return self._walk(value, ()) if isinstance(value, _CONTAINERS) else value
             # A string, a FileRef or a map with a matching key: a mask or a digest, or a dropped root.
-            result = self._apply(self.rules[index], value, ())
+            result = self._apply(self._rules[index], value, ())
         except Located as refused:
             raise refused.invalid(value) from None
         return self.mask if result is _DROP else result
@@ -308,7 +313,7 @@ class RedactionPolicy:
                 if index == _NO_RULE:
                     out[key] = self._walk(item, where) if isinstance(item, _CONTAINERS) else item
                     continue
-                result = self._apply(self.rules[index], item, where)
+                result = self._apply(self._rules[index], item, where)
                 if result is not _DROP:
                     out[key] = result
             return out
@@ -322,7 +327,7 @@ class RedactionPolicy:
                 if index == _NO_RULE:
                     items.append(self._walk(item, where) if isinstance(item, _CONTAINERS) else item)
                     continue
-                result = self._apply(self.rules[index], item, where)
+                result = self._apply(self._rules[index], item, where)
                 items.append(self.mask if result is _DROP else result)
             return items if isinstance(value, list) else tuple(items)
         return value
