@@ -239,7 +239,7 @@ def load_redaction_config(path: str | os.PathLike[str]) -> RedactionConfig:
             import yaml  # type: ignore[import-untyped]
         except ImportError:
             raise ImportError(
-                "PyYAML is required for YAML config files: pip install 'forkline-es[yaml]'"
+                "PyYAML is required for YAML config files: pip install pyyaml"
             ) from None
         data = yaml.safe_load(text)
     elif ext == ".json":
