@@ -78,9 +78,11 @@ def test_a_tool_call_refuses_to_run_in_replay_mode_unless_allowed(tmp_path: Path
         run_id = recorder.start_run("tools.py")
         ran: list[str] = []
         with fl.replay_mode(run_id):
-            with pytest.raises(fl.DeterminismViolationError, match="tool call: http.get"):
-                with fl.ToolCallRecorder(recorder, run_id, "http.get"):
-                    ran.append("live")
+            with (
+                pytest.raises(fl.DeterminismViolationError, match=r"tool call: http\.get"),
+                fl.ToolCallRecorder(recorder, run_id, "http.get"),
+            ):
+                ran.append("live")
             with fl.ToolCallRecorder(recorder, run_id, "cache.get", allow_in_replay=True) as tc:
                 tc.set_response({"hit": True})
         assert ran == []

@@ -49,7 +49,9 @@ LAYOUT = {
         "RedactionAction", "RedactionConfig", "RedactionPolicy", "RedactionRule", "RegexRedactionRule",
         "create_default_policy", "load_redaction_config",
     ],
-    "forkline_es.forkline.core.tool_call": ["ToolCallPayload", "ToolCallRecorder", "ToolCallTiming", "record_tool_call"],
+    "forkline_es.forkline.core.tool_call": [
+        "ToolCallPayload", "ToolCallRecorder", "ToolCallTiming", "record_tool_call",
+    ],
     "forkline_es.forkline.core.replay": [
         "ReplayError", "MissingArtifactError", "DeterminismViolationError", "ReplayOrderError",
         "replay_mode", "is_replay_mode_active", "get_replay_run_id", "assert_not_in_replay_mode",
