@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import forkline_es as fe
 from forkline_es.forkline import Event, Run, SQLiteStore, Step, Tracer
@@ -177,3 +183,82 @@ def test_an_event_outside_a_step_is_forklines_runtime_error_with_a_code(store: S
         assert isinstance(caught.value, NoActiveStep) and caught.value.code == "invalid-request"
         assert _log_rows(store) == rows
         assert len(tracer.run_id) == 32
+
+
+json_leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+)
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10,
+)
+# Names and types are Unicode text without NUL (check_text), as every text the engine records.
+names = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=12)
+step_plans = st.lists(
+    st.tuples(
+        names,
+        st.lists(st.tuples(names, json_values), max_size=4),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=40)
+@given(step_plans)
+def test_what_is_recorded_loads_back_exactly(plan: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+    with SQLiteStore(":memory:") as store:
+        store.start_run("r")
+        recorded = []
+        for idx, (name, events) in enumerate(plan):
+            store.start_step("r", idx, name)
+            recorded.append([store.append_event("r", idx, kind, payload) for kind, payload in events])
+            if idx % 2 == 0:
+                store.end_step("r", idx)
+        run = store.load_run("r")
+        assert run is not None
+        assert [(s.idx, s.name, s.ended_at is not None) for s in run.steps] == [
+            (i, name, i % 2 == 0) for i, (name, _) in enumerate(plan)
+        ]
+        assert [s.events for s in run.steps] == recorded
+
+
+_APPEND_AT_ONCE = """
+import os, sys, time
+from forkline_es.forkline import SQLiteStore
+db, who, barrier = sys.argv[1], sys.argv[2], sys.argv[3]
+store = SQLiteStore(db)
+while not os.path.exists(barrier):
+    time.sleep(0.0005)
+for i in range(100):
+    store.append_event("shared", 0, "input", {"who": who, "i": i})
+print("done", flush=True)
+"""
+
+
+def test_processes_appending_to_one_step_at_once_lose_no_event(tmp_path: Path) -> None:
+    db = tmp_path / "forkline.db"
+    with SQLiteStore(str(db)) as store:
+        store.start_run("shared")
+        store.start_step("shared", 0, "fan-in")
+        barrier = tmp_path / "go"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _APPEND_AT_ONCE, str(db), str(who), str(barrier)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for who in range(2)
+        ]
+        time.sleep(0.2)  # let the interpreters start, so that they race
+        barrier.touch()
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        run = store.load_run("shared")
+        assert run is not None
+        events = run.steps[0].events
+        assert len(events) == 200
+        assert [e.event_id for e in events] == sorted(e.event_id for e in events if e.event_id is not None)
+        for who in range(2):
+            assert [e.payload["i"] for e in events if e.payload["who"] == str(who)] == list(range(100))
