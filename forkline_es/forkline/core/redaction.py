@@ -238,9 +238,7 @@ def load_redaction_config(path: str | os.PathLike[str]) -> RedactionConfig:
         try:
             import yaml  # type: ignore[import-untyped]
         except ImportError:
-            raise ImportError(
-                "PyYAML is required for YAML config files: pip install pyyaml"
-            ) from None
+            raise ImportError("PyYAML is required for YAML config files: pip install pyyaml") from None
         data = yaml.safe_load(text)
     elif ext == ".json":
         data = json.loads(text)

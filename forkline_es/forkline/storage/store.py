@@ -1,10 +1,10 @@
 """Forkline's step store (``SQLiteStore``) as runs of the engine.
 
-A Forkline run is a run of workflow ``forkline-steps``; step ``idx`` is the step at path
-``"<idx>"`` (a zero-based index segment), begun with arguments ``{"name": name}``; an event
-is a ``forkline-logged`` event with ``step`` set, its payload in slot ``payload``. So the
-step store's runs get documents, diff, retention and verify like any other, and
-``load_run`` is one snapshot read of the log. Payloads are stored as given (Forkline's step
+The mapping is ``compat.steps``': a Forkline run is a run of workflow ``forkline-steps``;
+step ``idx`` is the step at path ``"<idx>"`` begun with arguments ``{"name": name}``; an
+event is a ``forkline-logged`` event with ``step`` set, its payload in slot ``payload``. So
+the step store's runs get documents, diff and verify like any other (retention once
+concluded through the engine), and ``load_run`` is one snapshot read of the log. Payloads are stored as given (Forkline's step
 store does not redact); steps Forkline would accept twice or events for steps never
 started are refused with a coded error and write nothing (docs/forkline.md).
 """
@@ -21,7 +21,8 @@ from typing import Any, Final
 
 from forkline_es.compat.recorder import RunRecorder as _Recorder
 from forkline_es.compat.recorder import logged_event
-from forkline_es.errors import Conflict, InvalidRequest, shown
+from forkline_es.compat.steps import STEP_STORE_WORKFLOW, step_arguments, step_path
+from forkline_es.errors import Conflict
 from forkline_es.forkline.artifact.migrate import migrate_artifact
 from forkline_es.forkline.artifact.schema import RunArtifact
 from forkline_es.forkline.core.types import Event, Run, Step
@@ -36,8 +37,6 @@ from forkline_es.values import decode_json, decode_value
 
 __all__ = ["STEP_STORE_WORKFLOW", "SQLiteStore"]
 
-#: The workflow of every run the step store starts.
-STEP_STORE_WORKFLOW: Final = "forkline-steps"
 _START_KEY: Final = "forkline-steps:start"
 _INDEX: Final = re.compile(r"0|[1-9][0-9]*\Z")
 _ROW: Final = "SELECT position, at FROM log WHERE run_id = ? AND {} = ?"
@@ -97,9 +96,11 @@ class SQLiteStore:
 
     def start_step(self, run_id: str, idx: int, name: str) -> Step:
         """Begin step ``idx`` (a new index, or a repeat of the same call) named ``name``."""
-        path = _path(idx)
+        path = step_path(idx)
         check_text(name, "name")
-        _, entry = self._recorder._append(run_id, lambda r: r.begin_step(path, arguments={"name": name}))
+        _, entry = self._recorder._append(
+            run_id, lambda r: r.begin_step(path, arguments=step_arguments(name))
+        )
         step_id, started_at = self._row(run_id, "entry", entry)
         return Step(
             step_id=step_id,
@@ -113,12 +114,12 @@ class SQLiteStore:
 
     def end_step(self, run_id: str, idx: int, *, outcome: str = "succeeded") -> None:
         """End step ``idx``; ``outcome`` (the engine's step outcome) is what the ``Tracer`` adds."""
-        path = _path(idx)
+        path = step_path(idx)
         self._recorder._append(run_id, lambda r: r.end_step(path, outcome))
 
     def append_event(self, run_id: str, step_idx: int, type: str, payload_dict: Any) -> Event:
         """Append an event to a started step; its payload as canonical JSON, unredacted."""
-        path = _path(step_idx)
+        path = step_path(step_idx)
         event, payloads = logged_event(
             self._recorder.redaction_policy, type, payload_dict, self.store.max_payload_bytes, step=path
         )
@@ -232,12 +233,6 @@ class SQLiteStore:
     def export_artifact_json(self, run_id: str, indent: int = 2) -> str | None:
         artifact = self.load_artifact(run_id)
         return None if artifact is None else artifact.to_json(indent=indent)
-
-
-def _path(idx: object) -> str:
-    if type(idx) is not int or idx < 0:
-        raise InvalidRequest(f"a step index is an integer >= 0, not {shown(idx)}")
-    return str(idx)
 
 
 def _name(value: str | None) -> str:
