@@ -132,10 +132,42 @@ def observe(package: str, folder: str) -> dict[str, Any]:
     return out
 
 
+def imported(folder: str) -> tuple[Any, Any]:
+    """A step store Forkline wrote, as Forkline loads it and as the importer brings it over."""
+    import forkline
+
+    import forkline_es as fe
+    from forkline_es.forkline import SQLiteStore
+
+    source = os.path.join(folder, "forkline.db")
+    with forkline.Tracer(store=forkline.SQLiteStore(source), run_id="t1") as tracer:
+        with tracer.step("fetch"):
+            tracer.record_event("input", {"q": 1})
+            with tracer.step("inner"):
+                tracer.record_event("output", {"a": [1, 2]})
+        with tracer.step("last"):
+            pass
+    with fe.Store.open(os.path.join(folder, "runs.db")) as store:
+        fe.import_forkline(source, store, fe.RedactionPolicy.none())
+
+    def shape(run: Any) -> Any:
+        return [
+            [s.idx, s.name, s.ended_at is not None, [[e.type, e.payload] for e in s.events]]
+            for s in run.steps
+        ]
+
+    with SQLiteStore(os.path.join(folder, "runs.db")) as ours:
+        return shape(forkline.SQLiteStore(source).load_run("t1")), shape(ours.load_run("t1"))
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as theirs, tempfile.TemporaryDirectory() as ours:
         expected = observe("forkline", theirs)
         actual = observe("forkline_es.forkline", ours)
+        os.mkdir(os.path.join(theirs, "import"))
+        expected["imported_step_store"], actual["imported_step_store"] = imported(
+            os.path.join(theirs, "import")
+        )
     unexplained = 0
     for key in sorted(expected):
         if expected[key] == actual.get(key):

@@ -4,9 +4,10 @@ The mapping is ``compat.steps``': a Forkline run is a run of workflow ``forkline
 step ``idx`` is the step at path ``"<idx>"`` begun with arguments ``{"name": name}``; an
 event is a ``forkline-logged`` event with ``step`` set, its payload in slot ``payload``. So
 the step store's runs get documents, diff and verify like any other (retention once
-concluded through the engine), and ``load_run`` is one snapshot read of the log. Payloads are stored as given (Forkline's step
-store does not redact); steps Forkline would accept twice or events for steps never
-started are refused with a coded error and write nothing (docs/forkline.md).
+concluded through the engine), and ``load_run`` is one snapshot read of the log.
+Payloads are stored as given (Forkline's step store does not redact); steps Forkline would
+accept twice or events for steps never started are refused with a coded error and write
+nothing (docs/forkline.md).
 """
 
 from __future__ import annotations
