@@ -292,6 +292,7 @@ def _step_run_problems(
     taken: list[str] = []
     resumed = 0
     started: dict[str, str] = {}
+    closed: dict[str, set[str]] = {}  # imported runs the store has concluded since: their keys
     for rid, created_at in conn.execute("SELECT run_id, created_at FROM runs ORDER BY run_id"):
         if not isinstance(rid, str) or not rid or not is_text(rid) or "\x00" in rid:
             invalid.append(f"run id {rid!r} is not nonempty Unicode text without NUL")
@@ -311,8 +312,11 @@ def _step_run_problems(
             key, body = first[0]
             if key != START_KEY or json.loads(body).get("workflow") != STEP_STORE_WORKFLOW:
                 taken.append(f"run {rid}: the store already holds another run with that id")
-            else:
-                resumed += 1
+                continue
+            resumed += 1
+            rows = store.conn.execute("SELECT key, kind FROM log WHERE run_id = ?", (rid,)).fetchall()
+            if any(kind == "run-concluded" for _, kind in rows):
+                closed[rid] = {k for k, _ in rows}
     begins: dict[tuple[str, int], _Action] = {}
     actions: dict[str, list[_Action]] = {rid: [] for rid in started}
     for row in conn.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY step_id"):
@@ -367,7 +371,15 @@ def _step_run_problems(
             for a in todo
         ]
         todo.sort(key=lambda a: (a.when, a.rank, a.source_id))
+        if rid in closed and any(_step_key(a) not in closed[rid] for a in todo):
+            taken.append(f"run {rid}: the source gained steps or events since the store concluded the run")
     return invalid, taken, resumed, started, actions
+
+
+def _step_key(action: _Action) -> str:
+    """The idempotency key an action is recorded under: the source's row, never reused."""
+    prefix = {"begin": _STEP_KEY, "end": _STEP_END_KEY, "event": _EVENT_KEY}[action.kind]
+    return f"{prefix}{action.source_id}"
 
 
 def _fields(action: _Action) -> tuple[Any, ...]:
@@ -391,17 +403,17 @@ def _record_step_run(
         for action in actions:
             path = str(action.idx)
             with store._recorded_at(action.at):
+                key = _step_key(action)
                 if action.kind == "begin":
-                    arguments = step_arguments(action.row[3])
-                    handle.begin_step(path, arguments=arguments, key=f"{_STEP_KEY}{action.source_id}")
+                    handle.begin_step(path, arguments=step_arguments(action.row[3]), key=key)
                 elif action.kind == "end":
-                    handle.end_step(path, "succeeded", key=f"{_STEP_END_KEY}{action.source_id}")
+                    handle.end_step(path, "succeeded", key=key)
                 else:
                     kind, text = action.row[3], action.row[4]
                     event, rows = logged_event(
                         policy, kind, _payload(text), store.max_payload_bytes, step=path
                     )
-                    handle._append_event(event, f"{_EVENT_KEY}{action.source_id}", rows)
+                    handle._append_event(event, key, rows)
                     events += 1
     return events
 

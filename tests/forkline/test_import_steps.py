@@ -174,3 +174,21 @@ def test_the_command_imports_a_step_store(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "imported 1 run, 2 events" in done.stdout
+
+
+def test_a_run_concluded_in_the_store_takes_nothing_more_from_the_source(tmp_path: Path) -> None:
+    source = traced(tmp_path)
+    with fe.Store.open(tmp_path / "runs.db") as store:
+        fe.import_forkline(source, store)
+        store.resume_run("t1").conclude("succeeded")
+        assert fe.import_forkline(source, store).resumed == 1  # nothing new: fine
+        with sqlite3.connect(source) as conn:
+            conn.execute(
+                "INSERT INTO steps (run_id, idx, name, started_at) VALUES ('t1', 2, 'late', ?)",
+                (T.format(7),),
+            )
+        conn.close()
+        rows = store.conn.execute("SELECT count(*) FROM log").fetchall()
+        with pytest.raises(fe.Conflict, match="since the store concluded"):
+            fe.import_forkline(source, store)
+        assert store.conn.execute("SELECT count(*) FROM log").fetchall() == rows

@@ -188,3 +188,14 @@ def test_migrations_follow_forklines_rules() -> None:
         register_migration("recording_v0", "1.0", lambda d: d)
     with pytest.raises(SchemaVersionError):
         RunArtifact.from_dict({"run_id": "r"})
+
+
+def test_a_policy_of_the_forkline_package_is_refused_with_the_import_to_change(db_path: Path) -> None:
+    class RedactionPolicy:  # stands for forkline.core.redaction.RedactionPolicy
+        def redact(self, event_type: str, payload: object) -> object:
+            return payload
+
+    RedactionPolicy.__module__ = "forkline.core.redaction"
+    with pytest.raises(fe.InvalidRequest, match=r"forkline_es\.forkline\.core\.redaction"):
+        RunRecorder(db_path, redaction_policy=RedactionPolicy())  # type: ignore[arg-type]
+    assert not db_path.exists()

@@ -122,7 +122,7 @@ class RedactionPolicy(EnginePolicy):
     ``redact(event_type, payload)`` as in Forkline; ``redact(payload)`` as the engine calls it.
     """
 
-    __slots__ = ("_forkline_rules", "_replacements", "_structural", "regex_rules")
+    __slots__ = ("_forkline_rules", "_outputs", "_replacements", "_structural", "regex_rules")
 
     def __init__(
         self, rules: Sequence[RedactionRule], regex_rules: Sequence[RegexRedactionRule] | None = None
@@ -145,6 +145,8 @@ class RedactionPolicy(EnginePolicy):
         stand_ins = [
             EngineRule(action=r.action.value, path=f"forkline-rule-{i}") for i, r in enumerate(rules)
         ]
+        # ``_path_index`` answers for every path rule, so engine rules must bring none.
+        assert all(rule.path is None for rule in engine), "engine path rules would be shadowed"
         patterns = [EngineRule(action="mask", pattern=r.pattern_text()) for r in regex_rules]
         super().__init__([*stand_ins, *engine, *patterns])
         self._forkline_rules: list[RedactionRule] = rules
@@ -156,6 +158,7 @@ class RedactionPolicy(EnginePolicy):
         for engine_rule, regex in zip(patterns, regex_rules, strict=True):
             replacements.setdefault(engine_rule, regex.replacement)  # the same pattern: the first wins
         self._replacements: dict[EngineRule, str] = replacements
+        self._outputs: frozenset[str] = frozenset(replacements.values())
 
     @property
     def rules(self) -> list[RedactionRule]:  # type: ignore[override]  # Forkline's: its structural rules
@@ -184,7 +187,7 @@ class RedactionPolicy(EnginePolicy):
     def _is_output(self, value: str) -> bool:
         return (
             value == self.mask
-            or value in self._replacements.values()
+            or value in self._outputs
             or (self._has_hash and is_hash_output(value, self.hash_salt))
         )
 

@@ -60,6 +60,11 @@ class RunRecorder(_Recorder):
     ) -> None:
         if redaction_policy is None:
             redaction_policy = create_default_policy()
+        elif type(redaction_policy).__module__.split(".")[0] == "forkline":
+            raise InvalidRequest(
+                "redaction_policy is a RedactionPolicy of the forkline package: import RedactionPolicy, "
+                "RedactionRule and RedactionAction from forkline_es.forkline.core.redaction instead"
+            )
         super().__init__(
             db_path, redaction_policy, durability=durability, max_payload_bytes=max_payload_bytes
         )
