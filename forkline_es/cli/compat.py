@@ -1,4 +1,4 @@
-"""`forkline-es import-forkline`: bring a Forkline runs.db's runs into a forkline_es database."""
+"""`forkline-es import-forkline`: bring a Forkline database's runs into a forkline_es database."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ __all__ = ["COMMANDS"]
 @click.argument("source", type=click.Path(dir_okay=False))
 @json_option
 def import_forkline_command(db: str, source: str, as_json: bool) -> None:
-    """Import every run of the Forkline runs.db SOURCE into --db, times and order kept.
+    """Import every run of the Forkline database SOURCE into --db, times and order kept.
 
-    SOURCE is only read. Payloads pass the default redaction policy, as RunRecorder's do.
-    Anything that cannot be carried (orphan events, non-JSON payloads, unknown statuses,
-    run ids --db holds for other runs) refuses the whole import, listed; running it again
-    after an interruption finishes it without repeating a run.
+    SOURCE is a runs.db (RunRecorder's) or a step store (SQLiteStore's forkline.db), and
+    is only read. Payloads pass the default redaction policy, as RunRecorder's do.
+    Anything that cannot be carried (orphan events, events of no step, non-JSON payloads,
+    unknown statuses, run ids --db holds for other runs) refuses the whole import, listed;
+    running it again after an interruption finishes it without repeating a run.
     """
     fresh = not os.path.exists(db)
     store = open_for_write(db)

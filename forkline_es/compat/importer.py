@@ -15,6 +15,12 @@ run are refused with one ``invalid-request`` (or ``conflict``) listing them. Eac
 then written in its own transactions (its start, then its events and conclusion in one
 batch) under idempotency keys derived from the source, so an import interrupted by a
 crash is finished by running it again: what was written is recognised, not duplicated.
+
+A Forkline step store (``SQLiteStore``'s ``forkline.db``) is imported the same way, each run
+as ``forkline_es.forkline.SQLiteStore`` records one (``compat.steps``): its start, then its
+steps' begins, events and ends in the order of their times, a step's events never before
+its begin. Steps or events Forkline's ``load_run`` could never show (an event of no step, a
+second step of one index) refuse the import like orphan events.
 """
 
 from __future__ import annotations
@@ -30,6 +36,13 @@ import apsw
 
 from forkline_es._logging import get_logger
 from forkline_es.compat.recorder import STATUSES, logged_event
+from forkline_es.compat.steps import (
+    STEP_COLUMNS,
+    STEP_EVENT_COLUMNS,
+    STEP_STORE_WORKFLOW,
+    has_step_store_tables,
+    step_arguments,
+)
 from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, has_forkline_tables
 from forkline_es.errors import Conflict, InvalidRequest, RecordError
 from forkline_es.log.events import RunStarted
@@ -50,6 +63,8 @@ _log = get_logger("forkline_es.compat")
 START_KEY: Final = "forkline-import:start"
 _END_KEY: Final = "forkline-import:end"
 _EVENT_KEY: Final = "forkline-import:"  # + the source event_id
+_STEP_KEY: Final = "forkline-import:step:"  # + the source step_id
+_STEP_END_KEY: Final = "forkline-import:step-end:"  # + the source step_id
 #: Problems listed in a refusal before the rest are counted.
 _LISTED: Final = 10
 
@@ -102,20 +117,23 @@ def _payload(text: object) -> Any:
         raise ValueError("payload is JSON nested too deeply to read") from None
 
 
-def _open_source(path: str) -> apsw.Connection:
+def _open_source(path: str) -> tuple[apsw.Connection, bool]:
+    """The source, read-only, and whether it is a step store (``forkline.db``) rather than a
+    ``runs.db``."""
     if not os.path.isfile(path):
         raise InvalidRequest(f"no Forkline database at {path}")
     try:
         conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-        forkline = has_forkline_tables(conn)
+        recorder, steps = has_forkline_tables(conn), has_step_store_tables(conn)
     except apsw.Error as e:
         raise InvalidRequest(f"{path} is not a readable SQLite database: {e}") from None
-    if not forkline:
+    if not (recorder or steps):
         conn.close()
         raise InvalidRequest(
-            f"{path} is not a Forkline runs.db (it has no Recording v0 runs and events tables)"
+            f"{path} is not a Forkline database (neither a runs.db with Recording v0 runs and "
+            "events tables, nor a step store with runs, steps and events tables)"
         )
-    return conn
+    return conn, steps and not recorder
 
 
 def _run(row: tuple[Any, ...]) -> _SourceRun:
@@ -240,10 +258,184 @@ def _record_run(
                 handle.conclude(outcome, code=code, key=_END_KEY)
 
 
+def _refuse(path: str, invalid: list[str], taken: list[str]) -> None:
+    if invalid or taken:
+        problems = invalid + taken
+        listed = "; ".join(problems[:_LISTED])
+        more = f" (and {len(problems) - _LISTED} more)" if len(problems) > _LISTED else ""
+        error = InvalidRequest if invalid else Conflict
+        raise error(f"{path} cannot be imported, nothing was written: {listed}{more}")
+
+
+# -- Forkline's step store (forkline.db) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Action:
+    """One thing to record for a step-store run, at ``at``: a step's begin or end, or an event."""
+
+    when: datetime  # the order: the source's time, never before what it depends on
+    rank: int  # at one instant: begins, then events, then ends
+    source_id: int
+    at: str  # canonical UTC text of the source's time
+    kind: str
+    idx: int
+    row: tuple[Any, ...]
+
+
+def _step_run_problems(
+    conn: apsw.Connection, store: Store, policy: RedactionPolicy
+) -> tuple[list[str], list[str], int, dict[str, str], dict[str, list[_Action]]]:
+    """The step store's problems, taken ids, resumed runs, each run's start time and its
+    actions in the order to record them. Checks everything a write could refuse."""
+    invalid: list[str] = []
+    taken: list[str] = []
+    resumed = 0
+    started: dict[str, str] = {}
+    closed: dict[str, set[str]] = {}  # imported runs the store has concluded since: their keys
+    for rid, created_at in conn.execute("SELECT run_id, created_at FROM runs ORDER BY run_id"):
+        if not isinstance(rid, str) or not rid or not is_text(rid) or "\x00" in rid:
+            invalid.append(f"run id {rid!r} is not nonempty Unicode text without NUL")
+            continue
+        try:
+            started[rid] = _instant(created_at, f"run {rid}: created_at")
+        except ValueError as e:
+            invalid.append(str(e))
+            continue
+        if store.log.eviction(rid) is not None:
+            taken.append(f"run {rid}: the store evicted a run of that id; identities are never reused")
+            continue
+        first = store.conn.execute(
+            "SELECT key, body FROM log WHERE run_id = ? AND seq = 1", (rid,)
+        ).fetchall()
+        if first:
+            key, body = first[0]
+            if key != START_KEY or json.loads(body).get("workflow") != STEP_STORE_WORKFLOW:
+                taken.append(f"run {rid}: the store already holds another run with that id")
+                continue
+            resumed += 1
+            rows = store.conn.execute("SELECT key, kind FROM log WHERE run_id = ?", (rid,)).fetchall()
+            if any(kind == "run-concluded" for _, kind in rows):
+                closed[rid] = {k for k, _ in rows}
+    begins: dict[tuple[str, int], _Action] = {}
+    actions: dict[str, list[_Action]] = {rid: [] for rid in started}
+    for row in conn.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY step_id"):
+        step_id, rid, idx, name, started_at, ended_at = row
+        where = f"step {step_id} (run {rid})"
+        if rid not in started:
+            invalid.append(f"{where}: no such run")
+            continue
+        if type(idx) is not int or idx < 0:
+            invalid.append(f"{where}: idx {idx!r} is not an integer >= 0")
+            continue
+        if (rid, idx) in begins:
+            invalid.append(f"{where}: run {rid} already has a step {idx} (Forkline wrote it twice)")
+            continue
+        if not isinstance(name, str) or not name or not is_text(name) or "\x00" in name:
+            invalid.append(f"{where}: name {name!r} is not nonempty Unicode text without NUL")
+            continue
+        try:
+            at = _instant(started_at, "started_at")
+            end = None if ended_at is None else _instant(ended_at, "ended_at")
+        except ValueError as e:
+            invalid.append(f"{where}: {e}")
+            continue
+        begin = _Action(_moment(at), 0, step_id, at, "begin", idx, row)
+        begins[(rid, idx)] = begin
+        actions[rid].append(begin)
+        if end is not None:
+            actions[rid].append(_Action(max(_moment(end), begin.when), 2, step_id, end, "end", idx, row))
+    last: dict[tuple[str, int], datetime] = {}
+    for row in conn.execute(f"SELECT {', '.join(STEP_EVENT_COLUMNS)} FROM events ORDER BY event_id"):
+        event_id, rid, step_idx, kind, text, created_at = row
+        where = f"event {event_id} (run {rid})"
+        begun = begins.get((rid, step_idx))
+        if begun is None:
+            invalid.append(f"{where}: no step {step_idx!r} (Forkline's load_run never shows it)")
+            continue
+        try:
+            at = _instant(created_at, "created_at")
+            logged_event(policy, kind, _payload(text), store.max_payload_bytes, step=str(step_idx))
+        except ValueError as e:
+            invalid.append(f"{where}: {e}")
+            continue
+        except RecordError as e:
+            invalid.append(f"{where}: {e.message}")
+            continue
+        action = _Action(max(_moment(at), begun.when), 1, event_id, at, "event", step_idx, row)
+        last[(rid, step_idx)] = max(last.get((rid, step_idx), action.when), action.when)
+        actions[rid].append(action)
+    for rid, todo in actions.items():  # an end is never before its step's last event
+        todo[:] = [
+            a if a.kind != "end" else _Action(max(a.when, last.get((rid, a.idx), a.when)), *_fields(a))
+            for a in todo
+        ]
+        todo.sort(key=lambda a: (a.when, a.rank, a.source_id))
+        if rid in closed and any(_step_key(a) not in closed[rid] for a in todo):
+            taken.append(f"run {rid}: the source gained steps or events since the store concluded the run")
+    return invalid, taken, resumed, started, actions
+
+
+def _step_key(action: _Action) -> str:
+    """The idempotency key an action is recorded under: the source's row, never reused."""
+    prefix = {"begin": _STEP_KEY, "end": _STEP_END_KEY, "event": _EVENT_KEY}[action.kind]
+    return f"{prefix}{action.source_id}"
+
+
+def _fields(action: _Action) -> tuple[Any, ...]:
+    return (action.rank, action.source_id, action.at, action.kind, action.idx, action.row)
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _record_step_run(
+    store: Store, policy: RedactionPolicy, run_id: str, started_at: str, actions: list[_Action]
+) -> int:
+    """Record one step-store run as ``SQLiteStore`` would have; returns its event count."""
+    slots, payloads = encode_slots({"inputs": {}}, store.is_sensitive)
+    start = RunStarted(workflow=STEP_STORE_WORKFLOW, standard="1.0", slots=slots)
+    with store._recorded_at(started_at):
+        handle = store._start(run_id, start, payloads, START_KEY)
+    events = 0
+    with handle.batch():
+        for action in actions:
+            path = str(action.idx)
+            with store._recorded_at(action.at):
+                key = _step_key(action)
+                if action.kind == "begin":
+                    handle.begin_step(path, arguments=step_arguments(action.row[3]), key=key)
+                elif action.kind == "end":
+                    handle.end_step(path, "succeeded", key=key)
+                else:
+                    kind, text = action.row[3], action.row[4]
+                    event, rows = logged_event(
+                        policy, kind, _payload(text), store.max_payload_bytes, step=path
+                    )
+                    handle._append_event(event, key, rows)
+                    events += 1
+    return events
+
+
+def _import_steps(conn: apsw.Connection, path: str, store: Store, policy: RedactionPolicy) -> ImportReport:
+    invalid, taken, resumed, started, actions = _step_run_problems(conn, store, policy)
+    _refuse(path, invalid, taken)
+    events = 0
+    for run_id in sorted(started):
+        events += _record_step_run(store, policy, run_id, started[run_id], actions[run_id])
+    _log.info("forkline_imported", source=path, runs=len(started), events=events, resumed=resumed)
+    return ImportReport(source=path, runs=len(started), events=events, resumed=resumed)
+
+
 def import_forkline(
     source: str | os.PathLike[str], store: Store, redaction_policy: RedactionPolicy | None = None
 ) -> ImportReport:
     """Record every run of the Forkline database ``source`` into ``store``; see the module doc.
+
+    ``source`` is a ``runs.db`` (``RunRecorder``'s) or a step store (``SQLiteStore``'s
+    ``forkline.db``, whose runs are recorded as ``forkline_es.forkline.SQLiteStore`` records
+    them: steps by index, each event in its step).
 
     ``redaction_policy=None`` applies ``RedactionPolicy.default()`` to the imported payloads,
     as ``RunRecorder`` does to new ones. Refuses with ``invalid-request`` (a listed problem
@@ -254,15 +446,12 @@ def import_forkline(
         RedactionPolicy.default() if redaction_policy is None else redaction_policy, "redaction_policy"
     )
     path = os.fspath(source)
-    conn = _open_source(path)
+    conn, is_step_store = _open_source(path)
     try:
+        if is_step_store:
+            return _import_steps(conn, path, store, policy)
         invalid, taken, resumed = _problems(conn, store, policy)
-        if invalid or taken:
-            problems = invalid + taken
-            listed = "; ".join(problems[:_LISTED])
-            more = f" (and {len(problems) - _LISTED} more)" if len(problems) > _LISTED else ""
-            error = InvalidRequest if invalid else Conflict
-            raise error(f"{path} cannot be imported, nothing was written: {listed}{more}")
+        _refuse(path, invalid, taken)
         runs = events = 0
         pending = (_run(row) for row in _rows(conn, "runs", RUN_COLUMNS, "run_id"))
         current = next(pending, None)

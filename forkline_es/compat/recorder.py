@@ -57,16 +57,21 @@ _decode: Final = decode_json  # payloads may hold integers of any size
 
 
 def logged_event(
-    policy: RedactionPolicy, event_type: str, payload: Any, limit: int = DEFAULT_MAX_PAYLOAD_BYTES
+    policy: RedactionPolicy,
+    event_type: str,
+    payload: Any,
+    limit: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    step: str | None = None,
 ) -> tuple[ForklineLogged, tuple[tuple[str, bytes], ...]]:
     """The event and payload row of one ``log_event``: the payload redacted, then canonical JSON.
 
     A value JSON cannot carry is refused with ``invalid-value`` naming where it is, and so
     is canonical JSON longer than ``limit`` bytes (the store's ``max_payload_bytes``).
+    ``step`` is the step path of a step store's event.
     """
     check_text(event_type, "event_type")
     # A policy without rules changes nothing; canonical_json checks the value either way.
-    redacted = policy.redact(payload) if policy.rules else payload
+    redacted = policy.redact(payload) if policy._rules else payload
     if type(redacted) in SIZED and len(redacted) > EARLY:
         check_least_size("payload", redacted, limit, typed=False)
     data = canonical_json(redacted)
@@ -75,6 +80,7 @@ def logged_event(
     event = ForklineLogged(
         event_type=event_type,
         slots={"payload": Slot(state="present", digest=sha256_digest(data))},
+        step=step,
     )
     return event, (("payload", data),)
 

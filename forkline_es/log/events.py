@@ -166,10 +166,15 @@ class Observed(Event, tag="observed", frozen=True):
 
 
 class ForklineLogged(Event, tag="forkline-logged", frozen=True):
-    """A Forkline ``log_event``; its payload is slot ``payload`` (plain JSON, not typed)."""
+    """A Forkline ``log_event``; its payload is slot ``payload`` (plain JSON, not typed).
+
+    ``step``: the step path of an event Forkline's step store (``SQLiteStore.append_event``,
+    the ``Tracer``) recorded inside a step; absent for ``RunRecorder`` events.
+    """
 
     event_type: str
     slots: Slots = {}
+    step: str | None = None
 
 
 #: The prefix of the key ``RunRecorder`` gives each ``log_event``: unique to the recorder and

@@ -79,9 +79,9 @@ class RedactionPolicy:
         "_pattern_floor",
         "_pattern_rules",
         "_plain",
+        "_rules",
         "hash_salt",
         "mask",
-        "rules",
     )
 
     def __init__(
@@ -100,14 +100,14 @@ class RedactionPolicy:
             raise InvalidRequest(f"mask must be a string, got {type(mask).__name__}")
         if hash_salt is not None and (not isinstance(hash_salt, bytes) or not hash_salt):
             raise InvalidRequest("hash_salt must be non-empty bytes, or None for plain sha256")
-        self.rules: tuple[RedactionRule, ...] = tuple(rules)
+        self._rules: tuple[RedactionRule, ...] = tuple(rules)
         self.mask: str = mask
         self.hash_salt: bytes | None = hash_salt
         self._key_rules: tuple[tuple[int, tuple[str, ...]], ...] = tuple(
-            (i, key_words(r.key)) for i, r in enumerate(self.rules) if r.key is not None
+            (i, key_words(r.key)) for i, r in enumerate(self._rules) if r.key is not None
         )
         by_length: dict[int, list[tuple[int, tuple[str, ...]]]] = {}
-        for i, r in enumerate(self.rules):
+        for i, r in enumerate(self._rules):
             if r.path is not None:
                 segments = r.path_segments()
                 by_length.setdefault(len(segments), []).append((i, segments))
@@ -115,17 +115,22 @@ class RedactionPolicy:
             n: tuple(found) for n, found in by_length.items()
         }
         self._pattern_rules: tuple[tuple[int, re.Pattern[str]], ...] = tuple(
-            (i, re.compile(r.pattern)) for i, r in enumerate(self.rules) if r.pattern is not None
+            (i, re.compile(r.pattern)) for i, r in enumerate(self._rules) if r.pattern is not None
         )
         self._any_pattern = _alternation(self._pattern_rules)
         #: The first pattern rule's index: a value whose key rule comes before it needs no search.
         self._pattern_floor: int = self._pattern_rules[0][0] if self._pattern_rules else _NO_RULE
-        self._has_hash: bool = any(r.action == "hash" for r in self.rules)
+        self._has_hash: bool = any(r.action == "hash" for r in self._rules)
         #: Per map key: (its first key rule, its first pattern rule), since keys recur.
         self._key_cache: dict[str, tuple[int, int]] = {}
         #: Without path rules a rule depends on the key and the value only, not on where
         #: they sit: ``_plain_map`` then walks without building a location per entry.
         self._plain: bool = not self._path_rules
+
+    @property
+    def rules(self) -> tuple[RedactionRule, ...]:
+        """The rules, in the order they are tried."""
+        return self._rules
 
     @classmethod
     def default(cls, *, mask: str = DEFAULT_MASK) -> RedactionPolicy:
@@ -140,7 +145,7 @@ class RedactionPolicy:
         return cls(())
 
     def __repr__(self) -> str:
-        return f"RedactionPolicy({len(self.rules)} rules, mask={self.mask!r})"
+        return f"RedactionPolicy({len(self._rules)} rules, mask={self.mask!r})"
 
     # -- public operations ------------------------------------------------------------------
 
@@ -164,7 +169,7 @@ class RedactionPolicy:
             if index == _NO_RULE:
                 return self._walk(value, ()) if isinstance(value, _CONTAINERS) else value
             # A string, a FileRef or a map with a matching key: a mask or a digest, or a dropped root.
-            result = self._apply(self.rules[index], value, ())
+            result = self._apply(self._rules[index], value, ())
         except Located as refused:
             raise refused.invalid(value) from None
         return self.mask if result is _DROP else result
@@ -315,7 +320,7 @@ class RedactionPolicy:
                 if index == _NO_RULE:
                     out[key] = self._walk(item, where) if isinstance(item, _CONTAINERS) else item
                     continue
-                result = self._apply(self.rules[index], item, where)
+                result = self._apply(self._rules[index], item, where)
                 if result is not _DROP:
                     out[key] = result
             return out
@@ -329,7 +334,7 @@ class RedactionPolicy:
                 if index == _NO_RULE:
                     items.append(self._walk(item, where) if isinstance(item, _CONTAINERS) else item)
                     continue
-                result = self._apply(self.rules[index], item, where)
+                result = self._apply(self._rules[index], item, where)
                 items.append(self.mask if result is _DROP else result)
             return items if isinstance(value, list) else tuple(items)
         return value
@@ -351,7 +356,7 @@ class RedactionPolicy:
             out = value
         if best == _NO_RULE:
             return out
-        result = self._apply(self.rules[best], value, ())
+        result = self._apply(self._rules[best], value, ())
         return self.mask if result is _DROP else result
 
     def _refused_unless_keys_match(self, value: dict[Any, Any], refused: Located) -> int:
@@ -368,8 +373,7 @@ class RedactionPolicy:
         if len(location) >= MAX_JSON_DEPTH:
             raise _too_deep(location)
         cache = self._key_cache
-        mask = self.mask
-        has_hash = self._has_hash
+        is_output = self._is_output
         out: dict[Any, Any] = {}
         keys_best = _NO_RULE
         for key, item in value.items():
@@ -386,7 +390,7 @@ class RedactionPolicy:
                 best = _NO_RULE
             kind = type(item)
             if kind is str:
-                if item == mask or (has_hash and is_hash_output(item, self.hash_salt)):
+                if is_output(item):
                     out[key] = item
                     continue
                 if best > self._pattern_floor:
@@ -415,7 +419,7 @@ class RedactionPolicy:
             if best == _NO_RULE:
                 out[key] = item
                 continue
-            result = self._apply(self.rules[best], item, (*location, key))
+            result = self._apply(self._rules[best], item, (*location, key))
             if result is not _DROP:
                 out[key] = result
         return out, keys_best
@@ -424,14 +428,14 @@ class RedactionPolicy:
         if len(location) >= MAX_JSON_DEPTH:
             raise _too_deep(location)
         patterns = self._pattern_rules
+        is_output = self._is_output
         mask = self.mask
-        has_hash = self._has_hash
         items: list[object] = []
         for position, item in enumerate(value):
             kind = type(item)
             best = _NO_RULE
             if kind is str:
-                if item == mask or (has_hash and is_hash_output(item, self.hash_salt)):
+                if is_output(item):
                     items.append(item)
                     continue
                 if patterns:
@@ -456,7 +460,7 @@ class RedactionPolicy:
             if best == _NO_RULE:
                 items.append(item)
                 continue
-            result = self._apply(self.rules[best], item, (*location, position))
+            result = self._apply(self._rules[best], item, (*location, position))
             items.append(mask if result is _DROP else result)
         return items if type(value) is list else tuple(items)
 

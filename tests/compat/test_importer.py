@@ -486,7 +486,7 @@ def test_what_is_not_a_forkline_database_is_refused(tmp_path: Path) -> None:
         with pytest.raises(fe.InvalidRequest, match="no Forkline database"):
             fe.import_forkline(tmp_path / "missing.db", store)
         store.start_run("w")
-        with pytest.raises(fe.InvalidRequest, match=r"not a Forkline runs\.db"):
+        with pytest.raises(fe.InvalidRequest, match=r"not a Forkline database"):
             fe.import_forkline(tmp_path / "new.db", store)  # ours: views, not Forkline's tables
         (tmp_path / "text.db").write_text("hello")
         with pytest.raises(fe.InvalidRequest):
