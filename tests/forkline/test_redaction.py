@@ -238,3 +238,18 @@ def test_redaction_is_idempotent_and_masks_every_matching_key(payload: Any) -> N
                 check(v)
 
     check(once)
+
+
+def test_regex_replacements_are_fixed_points_without_structural_rules() -> None:
+    """A policy of regex rules only takes the engine's plain walk; a replacement that another
+    rule's pattern would match is still left alone the second time."""
+    policy = RedactionPolicy(
+        [],
+        [
+            RegexRedactionRule.from_config("key", r"sk-\w+", "[KEY removed]"),
+            RegexRedactionRule.from_config("word", r"KEY", "[K]"),
+        ],
+    )
+    once = policy.redact("e", {"a": ["sk-abc123"], "b": {"c": "sk-zzz"}})
+    assert once == {"a": ["[KEY removed]"], "b": {"c": "[KEY removed]"}}
+    assert policy.redact("e", once) == once
