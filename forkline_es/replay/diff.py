@@ -27,9 +27,10 @@ from forkline_es.replay.entries import (
     Parts,
     active_entries,
     comparable,
+    ended_paths,
     entry_path,
     keys_from_parts,
-    keys_of,
+    parts_of,
 )
 from forkline_es.replay.shape import check_document
 from forkline_es.values import decode_json
@@ -592,7 +593,7 @@ def _nested(sub: RunDiff) -> list[Change]:
 
 @dataclass(frozen=True, slots=True)
 class _Side:
-    """What the diff needs of one run: run facts, active entries, their keys.
+    """What the diff needs of one run: run facts, active entries, what places them.
 
     ``raw`` (stored runs only) holds each active entry's canonical bytes: two entries with
     equal bytes are equal in everything that counts, so a matched pair is compared
@@ -605,7 +606,7 @@ class _Side:
     facts: dict[str, Any]
     run: Mapping[str, Any]
     entries: Sequence[Mapping[str, Any]]
-    keys: list[Key]
+    parts: list[Parts]
     child: Callable[[Mapping[str, Any]], _Side | None]
     raw: Sequence[msgspec.Raw] | None = None
     logged: Sequence[tuple[int | None, str, Any]] | None = None
@@ -638,7 +639,7 @@ def _document_side(document: Mapping[str, Any], resolve: Resolve | None) -> _Sid
         _run_facts(document),
         document.get("run") or {},
         entries,
-        keys_of(entries),
+        [parts_of(e) for e in entries],
         child,
         logged=_document_logged(document),
         recoveries=len(recoveries),
@@ -695,7 +696,9 @@ def _is_retry_entry(key: Key) -> bool:
     return key[0] in ("invoke", "result") and key[3] == RETRY
 
 
-def _skipped(ops: Sequence[Op], side_a: _Side, side_b: _Side) -> Callable[[int], tuple[_Found, int]]:
+def _skipped(
+    ops: Sequence[Op], side_a: _Side, side_b: _Side, keys_a: list[Key], keys_b: list[Key]
+) -> Callable[[int], tuple[_Found, int]]:
     """A reader that groups a run of consecutive skips of one side and one path.
 
     A group made only of retried attempts (invokes and results of attempts followed by
@@ -704,7 +707,7 @@ def _skipped(ops: Sequence[Op], side_a: _Side, side_b: _Side) -> Callable[[int],
 
     def group(at: int) -> tuple[_Found, int]:
         op = ops[at][0]
-        side = side_a if op == "missing" else side_b
+        side, keys = (side_a, keys_a) if op == "missing" else (side_b, keys_b)
         entries = side.entries
         index = ops[at][1] if op == "missing" else ops[at][2]
         assert index is not None
@@ -720,7 +723,7 @@ def _skipped(ops: Sequence[Op], side_a: _Side, side_b: _Side) -> Callable[[int],
             end += 1
         rows = [entries[m] for m in members]
         seq = rows[0].get("seq")
-        retry = all(_is_retry_entry(side.keys[m]) for m in members)
+        retry = all(_is_retry_entry(keys[m]) for m in members)
         kind = "retry" if retry else "missing-step" if op == "missing" else "extra-step"
         if op == "missing":
             d = _Found(kind, path, seq, None, [("", m, None) for m in rows], (at, 0))
@@ -741,27 +744,30 @@ def _diff(
     return _diff_sides(_document_side(doc_a, resolve), _document_side(doc_b, resolve), options, depth)
 
 
-def _signature(path: str | None, fact: str, rel: Iterable[Change]) -> tuple[Any, ...]:
-    return (path, fact, tuple((p, _canon.encode(o), _canon.encode(n)) for p, o, n in rel))
+def _signature(path: str | None, kind: str, facts: list[tuple[str, str, Change]]) -> tuple[Any, ...]:
+    """What makes two entries' changes one fact: the step, the kind, and each change's fact,
+    pointer below the fact's root and values (so a step view's copy signs like the original)."""
+    return (
+        path,
+        kind,
+        tuple((fact, p[len(root) :], _canon.encode(o), _canon.encode(n)) for fact, root, (p, o, n) in facts),
+    )
 
 
-def entry_facts(
-    entry_kind: str, changes: list[Change], phase: str, strict: bool
-) -> list[tuple[str, str, str, list[Change]]]:
-    """The changes of one matched pair split into facts, (kind, fact, root, changes), in
-    ``KINDS`` order; time members are left out unless ``strict``."""
-    facts: dict[str, tuple[str, str, list[Change]]] = {}
+#: The changes of one entry of one kind: (kind, [(fact, root, change)]).
+Facts = tuple[str, list[tuple[str, str, Change]]]
+
+
+def entry_facts(entry_kind: str, changes: list[Change], phase: str, strict: bool) -> list[Facts]:
+    """The changes of one matched pair grouped by kind, in ``KINDS`` order, each change
+    with its fact and the fact's root pointer; time members are left out unless ``strict``."""
+    kinds: dict[str, list[tuple[str, str, Change]]] = {}
     for change in changes:
         kind, fact, root = _fact(entry_kind, change[0], phase)
         if kind == "time" and not strict:
             continue
-        if fact in facts:
-            facts[fact][2].append(change)
-        else:
-            facts[fact] = (kind, root, [change])
-    out = [(kind, fact, root, found) for fact, (kind, root, found) in facts.items()]
-    out.sort(key=lambda f: _PRIORITY[f[0]])
-    return out
+        kinds.setdefault(kind, []).append((fact, root, change))
+    return sorted(kinds.items(), key=lambda group: _PRIORITY[group[0]])
 
 
 def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> RunDiff:
@@ -774,10 +780,11 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
     if named:
         found.append(_Found("name", None, None, None, named, (-1, 1)))
     entries_a, entries_b = side_a.entries, side_b.entries
-    keys_a, keys_b = side_a.keys, side_b.keys
+    ended = ended_paths(side_a.parts) & ended_paths(side_b.parts)
+    keys_a, keys_b = keys_from_parts(side_a.parts, ended), keys_from_parts(side_b.parts, ended)
     raw_a, raw_b = side_a.raw, side_b.raw
     ops = align(keys_a, keys_b, options.window)
-    group = _skipped(ops, side_a, side_b)
+    group = _skipped(ops, side_a, side_b, keys_a, keys_b)
     seen: dict[tuple[Any, ...], _Found] = {}
     at = 0
     while at < len(ops):
@@ -795,15 +802,15 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
         changes = _kept(entry_changes(a, b), str(a.get("kind")), options)
         path, seq_a, seq_b = entry_path(a), a.get("seq"), b.get("seq")
         if changes:
-            for rank, (kind, fact, root, mine) in enumerate(
-                entry_facts(str(a.get("kind")), changes, keys_a[i][3], options.strict)
-            ):
-                rel = [(p[len(root) :], o, n) for p, o, n in mine]
-                signature = _signature(path, fact, rel)
+            groups = entry_facts(str(a.get("kind")), changes, keys_a[i][3], options.strict)
+            for rank, (kind, facts_) in enumerate(groups):
+                signature = _signature(path, kind, facts_)
+                root = facts_[0][1]
                 earlier = seen.get(signature)
                 if earlier is not None:
                     earlier.places.append((seq_a, seq_b, root))
                     continue
+                mine = [change for _, _, change in facts_]
                 d = _Found(kind, path, seq_a, seq_b, mine, (here, rank), [(seq_a, seq_b, root)])
                 seen[signature] = d
                 found.append(d)
@@ -983,7 +990,7 @@ def stored_side(store: Store, run_id: str) -> _Side:
             if h.supersedes:
                 superseded.update(h.supersedes)
     keep = [n for n, h in enumerate(heads) if h.kind != "recovery" and h.seq not in superseded]
-    keys = keys_from_heads(heads[n] for n in keep)
+    parts = parts_from_heads(heads[n] for n in keep)
     active = [raws[n] for n in keep]
 
     def child(entry: Mapping[str, Any]) -> _Side | None:
@@ -1004,7 +1011,7 @@ def stored_side(store: Store, run_id: str) -> _Side:
         facts,
         doc.run,
         _Decoded(active),
-        keys,
+        parts,
         child,
         active,
         logged_events(store, run_id),
@@ -1071,10 +1078,10 @@ _doc_head: Final = msgspec.json.Decoder(_DocHead)
 _doc_raw: Final = msgspec.json.Decoder(_DocRaw)
 
 
-def keys_from_heads(heads: Iterable[_EntryHead]) -> list[Key]:
-    """``entries.keys_of`` over decoded heads (same keys for the same entries)."""
+def parts_from_heads(heads: Iterable[_EntryHead]) -> list[Parts]:
+    """``entries.parts_of`` over decoded heads (the same parts for the same entries)."""
     parts: list[Parts] = []
     for h in heads:
         step = h.step or _StepHead()
         parts.append((h.kind, h.path or "", h.attempt or 0, step.path, step.status))
-    return keys_from_parts(parts)
+    return parts

@@ -9,11 +9,14 @@ with the nth on the other side. A ``conclude`` entry's key leaves its ``path`` o
 concludes once, so the two conclusions pair up and a different path is a ``conclusion``
 divergence, not a missing and an extra entry.
 
-Invokes and results are placed by what happened, not by their attempt number: a step's
-last active attempt is its *final* attempt (rank 0, phase ``""``), every earlier one a
-*retry* (rank = its order among the step's active attempts, phase ``"retry"``). Recovery
-renumbers attempts (the superseded attempt keeps its number), so numbers differ between
-two faithful runs; ranks do not. The attempt number itself is still compared, as an
+Invokes and results are placed by what happened, not by their attempt number. For a step
+that ended (in both runs, when two runs are diffed), its last active attempt is its
+*final* attempt (rank 0, phase ``""``) and every earlier one a *retry* (rank = its order
+among the step's active attempts, phase ``"retry"``), so a retry one run made and the
+other did not is a skipped retry, and the final attempts still pair up. For a step still
+unfinished, attempts are ranked by their order alone (phase ``""``). Recovery renumbers
+attempts (the superseded attempt keeps its number), so numbers differ between two
+faithful runs; ranks do not. The attempt number itself is still compared, as an
 infrastructure difference.
 
 What varies between two faithful executions of the same work is left out of the
@@ -33,6 +36,7 @@ __all__ = [
     "Parts",
     "active_entries",
     "comparable",
+    "ended_paths",
     "entry_path",
     "keys_from_parts",
     "keys_of",
@@ -84,8 +88,19 @@ def parts_of(entry: Mapping[str, Any]) -> Parts:
     )
 
 
-def keys_from_parts(parts: list[Parts]) -> list[Key]:
-    """Alignment keys of active entries given by their parts, unique by construction."""
+def ended_paths(parts: Iterable[Parts]) -> set[str]:
+    """The steps that ended among these active entries."""
+    return {p[3] for p in parts if p[0] == "step" and p[4] == "ended"}
+
+
+def keys_from_parts(parts: list[Parts], ended: set[str] | None = None) -> list[Key]:
+    """Alignment keys of active entries given by their parts, unique by construction.
+
+    ``ended``: the steps whose attempts are ranked final and retries (default: those that
+    ended in this run; a diff passes the steps that ended in both runs).
+    """
+    if ended is None:
+        ended = ended_paths(parts)
     attempts: dict[str, list[int]] = {}  # path -> its active attempt numbers, in invoke order
     for kind, path, attempt, _, _ in parts:
         if kind == "invoke":
@@ -94,14 +109,16 @@ def keys_from_parts(parts: list[Parts]) -> list[Key]:
                 seen.append(attempt)
     rank: dict[tuple[str, int], int] = {}
     for path, numbers in attempts.items():
+        final = len(numbers) - 1 if path in ended else -1
         for i, number in enumerate(numbers):
-            rank[path, number] = 0 if i == len(numbers) - 1 else i + 1
+            rank[path, number] = 0 if i == final else i + 1
+    retrying = {path for path in attempts if path in ended}
     counts: dict[tuple[str, str, int, str], int] = {}
     keys: list[Key] = []
     for kind, path, attempt, step_path, step_status in parts:
         if kind in _ATTEMPTS and (path, attempt) in rank:
             r = rank[path, attempt]
-            base = (kind, path, r, RETRY if r else "")
+            base = (kind, path, r, RETRY if r and path in retrying else "")
         else:  # a result whose invoke is not active keeps its number
             base = placement(kind, path, attempt, step_path, step_status)
         n = counts.get(base, 0)

@@ -419,8 +419,8 @@ class Replayer:
         if changes:
             phase = self._keys[self._at][3]
             counted = [
-                (kind, found)
-                for kind, _, _, found in entry_facts(str(expected.get("kind")), changes, phase, self.strict)
+                (kind, [change for _, _, change in facts])
+                for kind, facts in entry_facts(str(expected.get("kind")), changes, phase, self.strict)
                 if self.strict or KIND_CLASS[kind] == BEHAVIOUR
             ]
             if counted:
