@@ -174,7 +174,7 @@ class Replayer:
             if entry.get("kind") == "result":
                 self._results.setdefault((str(entry.get("path")), int(entry.get("attempt") or 0)), i)
         self._done = [False] * len(self._entries)
-        self._served: set[int] = set()
+        self._served: dict[int, int] = {}  # served result entry -> the replay's attempt number
         self._steps: dict[str, _Step] = {}
         self._at = 0
         self.run: Run | None = None
@@ -247,7 +247,7 @@ class Replayer:
         found = self._results.get((path, recorded))
         if found is None or found < at:
             return Recorded(path, attempt, None, None, MISSING, MISSING)
-        self._served.add(found)
+        self._served[found] = attempt
         entry = self._entries[found]
         payloads = entry.get("payloads") or {}
         return Recorded(
@@ -373,7 +373,7 @@ class Replayer:
                 if self.run is not None:
                     self.run.result(
                         path,
-                        int(entry["attempt"]),
+                        self._served[at],  # as the replay numbered the attempt
                         str(entry["dispatch"]),
                         entry.get("code"),
                         _arg(payloads.get("result")),
