@@ -19,7 +19,7 @@ from forkline_es.cli._common import (
     say,
 )
 from forkline_es.replay import DEFAULT_WINDOW, Divergence, RunDiff, diff_documents, diff_runs, load_baseline
-from forkline_es.replay.baseline import export_baseline
+from forkline_es.replay.baseline import export_baseline, live_document
 from forkline_es.replay.diff import CLASSES
 
 __all__ = ["COMMANDS"]
@@ -100,7 +100,7 @@ def diff(
         if baseline:
             result = diff_documents(
                 load_baseline(baseline),
-                store.get_run_record(runs[0]),
+                live_document(store, runs[0]),
                 resolve=store.get_run_record,
                 window=window,
                 strict=strict,

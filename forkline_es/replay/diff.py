@@ -46,6 +46,7 @@ __all__ = [
     "KIND_CLASS",
     "LOGGED_MEMBER",
     "METADATA",
+    "REMOVED_PAYLOAD",
     "TIME_MEMBERS",
     "Change",
     "Divergence",
@@ -59,6 +60,8 @@ __all__ = [
     "entry_changes",
     "entry_facts",
     "json_changes",
+    "logged_events",
+    "stored_side",
 ]
 
 #: (JSON Pointer, old, new); the pointer is relative to the entry (``""`` is the whole
@@ -622,7 +625,11 @@ def _document_logged(document: Mapping[str, Any]) -> list[tuple[int | None, str,
     logged = document.get(LOGGED_MEMBER)
     if not isinstance(logged, list):
         return None
-    return [(None, str(e.get("type")), e.get("payload")) for e in logged if isinstance(e, Mapping)]
+    return [
+        (None, str(e.get("type")), REMOVED_PAYLOAD if e.get("removed") else e.get("payload"))
+        for e in logged
+        if isinstance(e, Mapping)
+    ]
 
 
 def _document_side(document: Mapping[str, Any], resolve: Resolve | None) -> _Side:
@@ -899,11 +906,11 @@ def _diff_logged(
 
 
 #: A logged payload retention removed (the ``events`` view shows NULL): not comparable.
-_REMOVED: Final = msgspec.Raw(b'"~removed"')
+REMOVED_PAYLOAD: Final = msgspec.Raw(b'"~removed"')
 
 
 def _removed_payload(a: Any, b: Any, change: Change) -> bool:
-    return change[0].startswith("/payload") and (a is _REMOVED or b is _REMOVED)
+    return change[0].startswith("/payload") and (a is REMOVED_PAYLOAD or b is REMOVED_PAYLOAD)
 
 
 def _options(window: int, strict: bool, ignore: Iterable[str]) -> _Options:
@@ -964,7 +971,7 @@ def logged_events(store: Store, run_id: str) -> list[tuple[int | None, str, Any]
     from forkline_es.compat.views import run_events  # the views depend on the store
 
     return [
-        (int(event_id), str(kind), _REMOVED if payload is None else decode_json(payload))
+        (int(event_id), str(kind), REMOVED_PAYLOAD if payload is None else decode_json(payload))
         for event_id, _, _, kind, payload in run_events(store, run_id)
     ]
 

@@ -286,3 +286,19 @@ def test_a_strict_guard_stops_at_a_renumbered_attempt(mem_store: fe.Store) -> No
 def test_every_kind_has_a_class() -> None:
     assert set(KIND_CLASS) == set(fe.replay.KINDS)
     assert set(KIND_CLASS.values()) == {"behaviour", "metadata", "infrastructure"}
+
+
+def test_a_baseline_pins_logged_events(tmp_path: Path) -> None:
+    golden = tmp_path / "agent.golden.json"
+    with fe.RunRecorder(tmp_path / "runs.db", redaction_policy=fe.RedactionPolicy.none()) as recorder:
+        a = _logged(recorder, [("output", {"a": "hello"})])
+        same = _logged(recorder, [("output", {"a": "hello"})])
+        changed = _logged(recorder, [("output", {"a": "bye"})])
+        fe.testing.write_baseline(recorder.store, a, golden)
+        fe.testing.assert_matches_baseline(recorder.store, same, golden)
+        with pytest.raises(AssertionError, match="a logged event differs"):
+            fe.testing.assert_matches_baseline(recorder.store, changed, golden)
+        old = fe.replay.load_baseline(golden)
+        del old["x-logged"]  # a baseline exported before logged events were kept
+        live = fe.replay.baseline.live_document(recorder.store, changed)
+        assert fe.diff_documents(old, live).is_match
