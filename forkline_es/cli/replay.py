@@ -30,9 +30,9 @@ def _lines(text: str) -> None:
         say(line)
 
 
-def _others(diff: RunDiff, shown: int) -> str:
-    counts = [f"{len(diff.of_class(c))} {c}" for c in CLASSES if diff.of_class(c)]
-    return f"{len(diff.divergences) - shown} more ({', '.join(counts)} in all); --all lists every one"
+def _others(hidden: list[Divergence]) -> str:
+    counts = [f"{n} {c}" for c in CLASSES if (n := sum(d.category == c for d in hidden))]
+    return f"{len(hidden)} more: {', '.join(counts)}; --all lists every one"
 
 
 def _render(diff: RunDiff, show_all: bool) -> None:
@@ -49,9 +49,9 @@ def _render(diff: RunDiff, show_all: bool) -> None:
         shown = tuple(d for d in diff.divergences if d is not first) if show_all else ()
     for d in shown:
         _lines(d.describe())
-    hidden = len(diff.divergences) - len(shown) - (first is not None)
+    hidden = [d for d in diff.divergences if d is not first and d not in shown]
     if hidden and first is not None:
-        click.echo(f"({_others(diff, len(shown) + 1)})")
+        click.echo(f"({_others(hidden)})")
 
 
 @click.command()

@@ -370,9 +370,15 @@ class Divergence:
                 if e is not None
             )
         text = f"{self.category}: {_words(self)}"
-        if len(self.changes) == 1 and self.changes[0][0] and self.kind not in ("missing-step", "extra-step"):
+        named = self.changes and self.changes[0][0] and self.kind not in _WHOLE
+        if named and len(self.changes) == 1:
             pointer, old, new = self.changes[0]
             text += f": {_plain(pointer) or pointer} {_show(old, 60)} -> {_show(new, 60)}"
+        elif named:
+            members = list(dict.fromkeys(_plain(p) or p for p, _, _ in self.changes))
+            text += (
+                ": " + ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+            )
         return text + (f" ({where})" if where else "")
 
     def describe(self, limit: int = 8) -> str:
@@ -419,6 +425,9 @@ def _place_text(seq_a: int | None, seq_b: int | None) -> str:
     return f"B entry {seq_b}" if seq_b is not None else ""
 
 
+#: Kinds whose changes are whole entries or counts, not members to name in the headline.
+_WHOLE: Final = frozenset({"missing-step", "extra-step", "missing-event", "extra-event", "recovery", "run"})
+
 _WORDS: Final = {
     "operation": "called a different operation",
     "arguments": "was given different arguments",
@@ -429,7 +438,7 @@ _WORDS: Final = {
     "result": "returned a different result",
     "child": "started a child run that differs",
     "time": "has a different time",
-    "attempt": "numbers its attempts differently (recovery renumbers them)",
+    "attempt": "numbers its attempts differently",
     "retry": "retried differently",
 }
 
@@ -443,7 +452,8 @@ def _words(d: Divergence) -> str:
         return f"{step} ran in B but not in A ({count} entries)"
     if d.kind == "retry" and d.changes and d.changes[0][0] == "":
         side = "A" if d.seq_a is not None else "B"
-        return f"{step} made {count // 2 or 1} more attempt(s) in {side} that failed and were retried"
+        tries = sum(1 for _, o, n in d.changes if (o if o is not None else n).get("kind") == "invoke")
+        return f"{step} retried in {side} only: {tries} failed attempt{'s' if tries != 1 else ''}"
     if d.kind == "run":
         return "the run's definition differs (" + ", ".join(_plain(p) or p for p, _, _ in d.changes) + ")"
     if d.kind == "name":
@@ -453,7 +463,13 @@ def _words(d: Divergence) -> str:
     if d.kind == "conclusion":
         return "the run concluded differently"
     if d.kind == "recovery":
-        return "the runs crashed and recovered differently"
+        counts = dict((p, (o, n)) for p, o, n in d.changes)
+        told = []
+        if "/recoveries" in counts:
+            told.append("recoveries {} -> {}".format(*counts["/recoveries"]))
+        if "/superseded" in counts:
+            told.append("superseded entries {} -> {}".format(*counts["/superseded"]))
+        return "the runs crashed and recovered differently (" + ", ".join(told) + ")"
     if d.kind == "logged":
         return "a logged event differs"
     if d.kind == "missing-event":

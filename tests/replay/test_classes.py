@@ -135,7 +135,7 @@ def test_a_retry_one_run_made_is_reported_once_as_infrastructure(mem_store: fe.S
     kinds = [(d.kind, d.path, d.seq_a, d.seq_b) for d in diff.divergences]
     assert kinds == [("retry", "a", None, 3), ("attempt", "a", 3, 5)]
     assert len(diff.divergences[0].changes) == 2  # the failed invoke and its result
-    assert "made 1 more attempt(s) in B" in diff.divergences[0].headline()
+    assert "retried in B only: 1 failed attempt" in diff.divergences[0].headline()
     backward = fe.diff_runs(mem_store, b, a)
     assert backward.is_match and [d.kind for d in backward.divergences] == ["retry", "attempt"]
 
