@@ -480,12 +480,15 @@ def _words(d: Divergence) -> str:
 
 
 def _plain(pointer: str) -> str:
-    """The path inside a payload value, typed-value members left out (``/model`` for
-    ``/payloads/result/value/value/model/value``); "" when the pointer is not in a slot."""
+    """A pointer as a person names it: a payload's path with the typed-value members left
+    out (``result/model`` for ``/payloads/result/value/value/model/value``), an entry's
+    own member without ``/step`` (``outcome``); "" for a slot member that is no value."""
     tokens = _tokens(pointer)
     if tokens[:1] == ["step"]:
         tokens = tokens[1:]
-    if tokens[:1] != ["payloads"] or len(tokens) < 3 or tokens[2] != "value":
+    if tokens[:1] != ["payloads"]:
+        return "/".join(tokens)  # a member of the entry itself: outcome, operation, run/name
+    if len(tokens) < 3 or tokens[2] != "value":
         return ""
     rest, out = tokens[3:], [tokens[1]]
     while rest:  # a typed value: "value", then a key or index, then the member's typed value
