@@ -722,8 +722,25 @@ def _is_retry_entry(key: Key) -> bool:
     return key[0] in ("invoke", "result") and key[3] == RETRY
 
 
+class _LazyKeys:
+    """A run's alignment keys, computed when first needed: two runs with the same parts
+    align without them, and only a differing attempt asks for its phase."""
+
+    __slots__ = ("_ended", "_keys", "_parts")
+
+    def __init__(self, parts: list[Parts], ended: set[str]) -> None:
+        self._parts, self._ended = parts, ended
+        self._keys: list[Key] | None = None
+
+    @property
+    def keys(self) -> list[Key]:
+        if self._keys is None:
+            self._keys = keys_from_parts(self._parts, self._ended)
+        return self._keys
+
+
 def _skipped(
-    ops: Sequence[Op], side_a: _Side, side_b: _Side, keys_a: list[Key], keys_b: list[Key]
+    ops: Sequence[Op], side_a: _Side, side_b: _Side, keys_a: _LazyKeys, keys_b: _LazyKeys
 ) -> Callable[[int], tuple[_Found, int]]:
     """A reader that groups a run of consecutive skips of one side and one path.
 
@@ -749,7 +766,7 @@ def _skipped(
             end += 1
         rows = [entries[m] for m in members]
         seq = rows[0].get("seq")
-        retry = all(_is_retry_entry(keys[m]) for m in members)
+        retry = all(_is_retry_entry(keys.keys[m]) for m in members)
         kind = "retry" if retry else "missing-step" if op == "missing" else "extra-step"
         if op == "missing":
             d = _Found(kind, path, seq, None, [("", m, None) for m in rows], (at, 0))
@@ -806,10 +823,14 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
     if named:
         found.append(_Found("name", None, None, None, named, (-1, 1)))
     entries_a, entries_b = side_a.entries, side_b.entries
-    ended = ended_paths(side_a.parts) & ended_paths(side_b.parts)
-    keys_a, keys_b = keys_from_parts(side_a.parts, ended), keys_from_parts(side_b.parts, ended)
     raw_a, raw_b = side_a.raw, side_b.raw
-    ops = align(keys_a, keys_b, options.window)
+    if side_a.parts == side_b.parts:  # the same entries in the same places: every pair matches
+        ops: list[Op] = [("match", i, i) for i in range(len(side_a.parts))]
+        keys_a = keys_b = _LazyKeys(side_a.parts, ended_paths(side_a.parts))
+    else:
+        ended = ended_paths(side_a.parts) & ended_paths(side_b.parts)
+        keys_a, keys_b = _LazyKeys(side_a.parts, ended), _LazyKeys(side_b.parts, ended)
+        ops = align(keys_a.keys, keys_b.keys, options.window)
     group = _skipped(ops, side_a, side_b, keys_a, keys_b)
     seen: dict[tuple[Any, ...], _Found] = {}
     at = 0
@@ -828,7 +849,7 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
         changes = _kept(entry_changes(a, b), str(a.get("kind")), options)
         path, seq_a, seq_b = entry_path(a), a.get("seq"), b.get("seq")
         if changes:
-            groups = entry_facts(str(a.get("kind")), changes, keys_a[i][3], options.strict)
+            groups = entry_facts(str(a.get("kind")), changes, keys_a.keys[i][3], options.strict)
             for rank, (kind, facts_) in enumerate(groups):
                 signature = _signature(path, kind, facts_)
                 root = facts_[0][1]
@@ -858,7 +879,7 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
                             category=category,
                         )
                     )
-    concluded = any(k[0] == "conclude" for k in keys_a) or any(k[0] == "conclude" for k in keys_b)
+    concluded = any(p[0] == "conclude" for p in side_a.parts) or any(p[0] == "conclude" for p in side_b.parts)
     if not concluded:
         run_a, run_b = side_a.run, side_b.run
         fields = ("status", "code", "step", "reason")
@@ -1106,8 +1127,9 @@ _doc_raw: Final = msgspec.json.Decoder(_DocRaw)
 
 def parts_from_heads(heads: Iterable[_EntryHead]) -> list[Parts]:
     """``entries.parts_of`` over decoded heads (the same parts for the same entries)."""
-    parts: list[Parts] = []
-    for h in heads:
-        step = h.step or _StepHead()
-        parts.append((h.kind, h.path or "", h.attempt or 0, step.path, step.status))
-    return parts
+    return [
+        (h.kind, h.path or "", h.attempt or 0, "", "")
+        if h.step is None
+        else (h.kind, h.path or "", h.attempt or 0, h.step.path, h.step.status)
+        for h in heads
+    ]
