@@ -57,7 +57,7 @@ def test_diff_json_shape_and_all(db_path: Path) -> None:
         "path": "a",
         "seq_a": 3,
         "seq_b": 3,
-        "summary": 'behaviour: step \'a\' called a different operation: /operation "op" -> "other" (entry 3)',
+        "summary": 'behaviour: step \'a\' called a different operation: operation "op" -> "other" (entry 3)',
         "changes": [{"pointer": "/operation", "old": "op", "new": "other"}],
         "places": [],
     }
