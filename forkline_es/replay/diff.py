@@ -306,8 +306,14 @@ class Ignore:
             raise InvalidRequest(
                 f"ignore must be a list of JSON Pointer patterns, not the string {shown(patterns)}"
             )
+        try:
+            given = list(patterns)
+        except TypeError:
+            raise InvalidRequest(
+                f"ignore must be a list of JSON Pointer patterns, not {shown(patterns)}"
+            ) from None
         compiled: list[tuple[str, ...]] = []
-        for pattern in patterns:
+        for pattern in given:
             if not isinstance(pattern, str) or not pattern.startswith("/"):
                 raise InvalidRequest(
                     f"ignore pattern {shown(pattern)} is not a JSON Pointer pattern: it must start "

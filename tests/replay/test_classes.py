@@ -200,7 +200,7 @@ def test_ignore_patterns_leave_chosen_fields_out(mem_store: fe.Store) -> None:
     assert ignored.divergences == ()
     star = fe.diff_runs(mem_store, a, b, ignore=["/payloads/*/value/value/model"])
     assert [d.kind for d in star.divergences] == ["conclusion"]  # one segment only: not "by"
-    for bad in (["payloads/result"], "/payloads", [3]):
+    for bad in (["payloads/result"], "/payloads", [3], None, 7):
         with pytest.raises(fe.InvalidRequest):
             fe.diff_runs(mem_store, a, b, ignore=bad)  # type: ignore[arg-type]
     with pytest.raises(fe.InvalidRequest):
