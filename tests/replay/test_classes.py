@@ -39,12 +39,15 @@ def test_a_run_rerecorded_with_crashes_and_recoveries_matches(h, data) -> None:
     with fe.Store.open(":memory:") as store:
         a, _ = record(store, h)
         b, _ = record_crashing(store, h, crash_at)
+        c, _ = record_crashing(store, h, data.draw(crashes(h)))  # crashed at other points
         forward, backward = fe.diff_runs(store, a, b), fe.diff_runs(store, b, a)
+        both = fe.diff_runs(store, b, c)
         strict = fe.diff_runs(store, a, b, strict=True)
         generation = store.get_run_record(b)["run"]["generation"]
     assert forward.is_match, forward.first
     assert backward.is_match, backward.first
-    assert {d.category for d in forward.divergences} <= {"infrastructure"}
+    assert both.is_match, both.first
+    assert {d.category for d in forward.divergences + both.divergences} <= {"infrastructure"}
     assert strict.is_match == (generation == 0)  # strict counts the recoveries
 
 
