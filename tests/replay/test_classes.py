@@ -305,3 +305,24 @@ def test_a_baseline_pins_logged_events(tmp_path: Path) -> None:
         del old["x-logged"]  # a baseline exported before logged events were kept
         live = fe.replay.baseline.live_document(recorder.store, changed)
         assert fe.diff_documents(old, live).is_match
+
+
+def test_a_retry_that_failed_differently_is_infrastructure(mem_store: fe.Store) -> None:
+    def run(code: str, operation: str = "op") -> str:
+        r = mem_store.start_run("wf")
+        r.begin_step("a")
+        r.invoke("a", 1, operation, ART, "ambiguous")
+        r.result("a", 1, "failed", code)
+        r.invoke("a", 2, "op", ART, "ambiguous")
+        r.result("a", 2, "succeeded", result=1)
+        r.end_step("a", "succeeded")
+        r.conclude("succeeded")
+        return r.id
+
+    a = run("timeout")
+    diff = fe.diff_runs(mem_store, a, run("http-503"))
+    assert diff.is_match and [(d.kind, d.changes) for d in diff.divergences] == [
+        ("retry", [("/code", "timeout", "http-503")])
+    ]
+    asked = fe.diff_runs(mem_store, a, run("timeout", operation="other"))  # what it asked for counts
+    assert [(d.kind, d.category, d.seq_a) for d in asked.divergences] == [("operation", "behaviour", 3)]
