@@ -101,6 +101,7 @@ KINDS: Final = (
     "missing-event",  # a logged event of A with no counterpart in B
     "extra-event",  # a logged event of B with no counterpart in A
     "name",  # the run's display name
+    "labels",  # the run's labels (x-labels)
     "time",  # a time member (x-at, ...), compared only when strict
     "attempt",  # an attempt number (recovery renumbers attempts)
     "retry",  # a retried attempt one run made and the other did not, or how it failed
@@ -111,6 +112,7 @@ KINDS: Final = (
 KIND_CLASS: Final[dict[str, str]] = {
     **{kind: BEHAVIOUR for kind in KINDS},
     "name": METADATA,
+    "labels": METADATA,
     "time": METADATA,
     "attempt": INFRASTRUCTURE,
     "retry": INFRASTRUCTURE,
@@ -432,7 +434,9 @@ def _place_text(seq_a: int | None, seq_b: int | None) -> str:
 
 
 #: Kinds whose changes are whole entries or counts, not members to name in the headline.
-_WHOLE: Final = frozenset({"missing-step", "extra-step", "missing-event", "extra-event", "recovery", "run"})
+_WHOLE: Final = frozenset(
+    {"missing-step", "extra-step", "missing-event", "extra-event", "recovery", "run", "labels"}
+)
 
 _WORDS: Final = {
     "operation": "called a different operation",
@@ -464,6 +468,8 @@ def _words(d: Divergence) -> str:
         return "the run's definition differs (" + ", ".join(_plain(p) or p for p, _, _ in d.changes) + ")"
     if d.kind == "name":
         return "the run's name differs"
+    if d.kind == "labels":
+        return "the run's labels differ"
     if d.kind == "inputs":
         return "the run was started with different inputs"
     if d.kind == "conclusion":
@@ -568,11 +574,15 @@ class RunDiff:
         }
 
 
+#: The run members compared: the definition (behaviour), the name and labels (metadata).
+_RUN_FACTS: Final = ("workflow", "name", "dry_run", "x-labels")
+
+
 def _run_facts(document: Mapping[str, Any]) -> dict[str, Any]:
     run = document.get("run") or {}
     return {
         "standard": document.get("standard"),
-        "run": {k: run.get(k) for k in ("workflow", "name", "dry_run")},
+        "run": {k: run.get(k) for k in _RUN_FACTS},
         "pins": document.get("pins"),
     }
 
@@ -613,7 +623,7 @@ def _nested(sub: RunDiff) -> list[Change]:
                 out.append((f"/child/entries/{member['seq'] - 1}{p}", o, n))
             continue
         seq = d.seq_a if d.seq_a is not None else d.seq_b
-        entry = seq is not None and d.kind not in ("run", "name", "recovery")
+        entry = seq is not None and d.kind not in ("run", "name", "labels", "recovery")
         base = "/child" + (f"/entries/{seq - 1}" if entry and seq is not None else "")
         out.extend((base + p, o, n) for p, o, n in d.changes)
     return out
@@ -823,11 +833,11 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
     found: list[_Found] = []
     facts = _kept(json_changes(side_a.facts, side_b.facts), None, options)
     named = [c for c in facts if c[0] == "/run/name"]
-    defined = [c for c in facts if c[0] != "/run/name"]
-    if defined:
-        found.append(_Found("run", None, None, None, defined, (-1, 0)))
-    if named:
-        found.append(_Found("name", None, None, None, named, (-1, 1)))
+    labelled = [c for c in facts if c[0].startswith("/run/x-labels")]
+    defined = [c for c in facts if c not in named and c not in labelled]
+    for rank, (kind, changes) in enumerate((("run", defined), ("name", named), ("labels", labelled))):
+        if changes:
+            found.append(_Found(kind, None, None, None, changes, (-1, rank)))
     entries_a, entries_b = side_a.entries, side_b.entries
     raw_a, raw_b = side_a.raw, side_b.raw
     if side_a.parts == side_b.parts:  # the same entries in the same places: every pair matches
@@ -1057,7 +1067,7 @@ def stored_side(store: Store, run_id: str) -> _Side:
 
     facts = {
         "standard": doc.standard,
-        "run": {k: doc.run.get(k) for k in ("workflow", "name", "dry_run")},
+        "run": {k: doc.run.get(k) for k in _RUN_FACTS},
         "pins": doc.pins,
     }
     return _Side(

@@ -151,6 +151,17 @@ def test_a_name_is_metadata(mem_store: fe.Store) -> None:
     ]
 
 
+def test_labels_are_metadata(mem_store: fe.Store) -> None:
+    """Labels (``x-labels`` of the run, issue 13) are metadata wherever they come from."""
+    doc = mem_store.get_run_record(_retried(mem_store, 0))
+    labelled = copy.deepcopy(doc)
+    labelled["run"]["x-labels"] = {"team": "ops"}
+    diff = fe.diff_documents(doc, labelled)
+    assert diff.is_match and [(d.kind, d.category, d.changes) for d in diff.divergences] == [
+        ("labels", "metadata", [("/run/x-labels", None, {"team": "ops"})])
+    ]
+
+
 def test_time_members_count_only_when_strict(mem_store: fe.Store) -> None:
     doc = mem_store.get_run_record(_retried(mem_store, 0))
     timed = copy.deepcopy(doc)
