@@ -102,7 +102,8 @@ class Conflict(RecordError):
 
 
 class DeterminismViolation(ForklineError):
-    """A replaying executor made a call that differs from the record it replays.
+    """A replaying executor made a call whose behaviour differs from the record it replays
+    (any difference, with ``Replayer(..., strict=True)``).
 
     Not a refusal: nothing was asked of the log. ``kind`` is a divergence kind of
     ``forkline_es.replay.KINDS``; ``expected`` is the recorded entry (None past the end of

@@ -18,21 +18,40 @@ from forkline_es.cli._common import (
     refusals,
     say,
 )
-from forkline_es.replay import DEFAULT_WINDOW, RunDiff, diff_documents, diff_runs, load_baseline
-from forkline_es.replay.baseline import export_baseline
+from forkline_es.replay import DEFAULT_WINDOW, Divergence, RunDiff, diff_documents, diff_runs, load_baseline
+from forkline_es.replay.baseline import export_baseline, live_document
+from forkline_es.replay.diff import CLASSES
 
 __all__ = ["COMMANDS"]
 
 
+def _lines(text: str) -> None:
+    for line in text.split("\n"):  # one say per line: say escapes control characters
+        say(line)
+
+
+def _others(hidden: list[Divergence]) -> str:
+    counts = [f"{n} {c}" for c in CLASSES if (n := sum(d.category == c for d in hidden))]
+    return f"{len(hidden)} more: {', '.join(counts)}; --all lists every one"
+
+
 def _render(diff: RunDiff, show_all: bool) -> None:
-    if diff.is_match:
-        click.echo("match: no divergence")
-        return
-    shown = diff.divergences if show_all else diff.divergences[:1]
-    for n, d in enumerate(shown):
-        say(("first divergence: " if n == 0 else "") + d.describe())
-    if not show_all and len(diff.divergences) > 1:
-        click.echo(f"({len(diff.divergences) - 1} more; --all lists every divergence)")
+    first = diff.first
+    if first is None:
+        if not diff.divergences:
+            click.echo("match: no divergence")
+        else:
+            ignored = [f"{len(diff.of_class(c))} {c}" for c in CLASSES if diff.of_class(c)]
+            click.echo(f"match: no behaviour divergence ({', '.join(ignored)}; --strict counts them)")
+        shown: tuple[Divergence, ...] = diff.divergences if show_all else ()
+    else:
+        _lines("first divergence: " + first.describe())
+        shown = tuple(d for d in diff.divergences if d is not first) if show_all else ()
+    for d in shown:
+        _lines(d.describe())
+    hidden = [d for d in diff.divergences if d is not first and d not in shown]
+    if hidden and first is not None:
+        click.echo(f"({_others(hidden)})")
 
 
 @click.command()
@@ -46,12 +65,32 @@ def _render(diff: RunDiff, show_all: bool) -> None:
     type=click.IntRange(min=1),
     help="Entries looked ahead on each side to realign after a missing or extra step.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Count metadata and infrastructure differences (and times) too, not only behaviour.",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="POINTER",
+    help="Leave out changes under this JSON Pointer pattern (`*` = one segment); repeatable.",
+)
 @db_option
 @json_option
 def diff(
-    runs: tuple[str, ...], baseline: str | None, show_all: bool, window: int, db: str, as_json: bool
+    runs: tuple[str, ...],
+    baseline: str | None,
+    show_all: bool,
+    window: int,
+    strict: bool,
+    ignore: tuple[str, ...],
+    db: str,
+    as_json: bool,
 ) -> None:
-    """Diff run A (expected) with run B, or a baseline with RUN. Exit 1 on a divergence."""
+    """Diff run A (expected) with run B, or a baseline with RUN. Exit 1 on a behaviour
+    divergence (any divergence with --strict); behaviour is listed first."""
     wanted = 1 if baseline else 2
     if len(runs) != wanted:
         usage = "diff --baseline FILE RUN" if baseline else "diff A B (or diff --baseline FILE RUN)"
@@ -61,12 +100,14 @@ def diff(
         if baseline:
             result = diff_documents(
                 load_baseline(baseline),
-                store.get_run_record(runs[0]),
+                live_document(store, runs[0]),
                 resolve=store.get_run_record,
                 window=window,
+                strict=strict,
+                ignore=ignore,
             )
         else:
-            result = diff_runs(store, runs[0], runs[1], window=window)
+            result = diff_runs(store, runs[0], runs[1], window=window, strict=strict, ignore=ignore)
     if as_json:
         echo_json(result.to_json(all=show_all))
     else:

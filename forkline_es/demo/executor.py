@@ -83,16 +83,15 @@ class Executor:
     def replay(
         cls, store: fe.Store, original: str, actions: dict[str, Action], **start: Any
     ) -> tuple[Executor, Any]:
-        """Run a recorded run again as its successor, numbering attempts as the original did."""
+        """Run a recorded run again as its successor. Attempts are numbered afresh: the
+        diff pairs attempts by their order, so the original's renumbering after its crash
+        is an infrastructure difference, not a divergence."""
         record = store.get_run_record(original)
         inputs = fe.decode_value(record["payloads"]["inputs"]["value"])
         run = record["run"]
         start.setdefault("name", run.get("name"))
         start.setdefault("pins", record.get("pins"))
         ex = cls.start(store, run["workflow"], actions, inputs, predecessor=original, **start)
-        for _, path, entry in active_entries(record):
-            if entry["kind"] == "invoke":
-                ex.attempts.setdefault(path, entry["attempt"] - 1)
         return ex, inputs
 
     def execute(self, workflow: Workflow, inputs: Any) -> Any:

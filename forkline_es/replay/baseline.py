@@ -11,6 +11,10 @@ field names inside user payload values:
   no longer readable).
 
 The host environment recorded at start never reaches the document, so nothing to drop.
+A run with logged events (``RunRecorder.log_event``) carries them as ``x-logged``, a list
+of ``{"type", "payload"}`` (``{"type", "removed": true}`` once retention removed the
+payload), so the diff compares them; a baseline without the member (one exported before
+they were kept) leaves them uncompared.
 A baseline carries ``"x-baseline": 1`` so tools can tell it from a full export. It is
 still a valid input to ``diff_documents``: the diff ignores the same things.
 """
@@ -25,14 +29,14 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from forkline_es.errors import InvalidRequest, RecordError
-from forkline_es.replay.diff import MAX_CHILD_DEPTH, Resolve
+from forkline_es.replay.diff import LOGGED_MEMBER, MAX_CHILD_DEPTH, REMOVED_PAYLOAD, Resolve, logged_events
 from forkline_es.replay.shape import check_document
 from forkline_es.values import canonical_json, decode_json
 
 if TYPE_CHECKING:
     from forkline_es.store import Store
 
-__all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "load_baseline"]
+__all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "live_document", "load_baseline"]
 
 #: The member that marks a baseline document, and its format version.
 BASELINE_MARK: Final = "x-baseline"
@@ -70,9 +74,30 @@ def baseline_document(
     return out
 
 
+def _logged(store: Store, run_id: str) -> list[dict[str, Any]]:
+    return [
+        {"type": kind, "removed": True} if payload is REMOVED_PAYLOAD else {"type": kind, "payload": payload}
+        for _, kind, payload in logged_events(store, run_id)
+    ]
+
+
+def live_document(store: Store, run_id: str) -> dict[str, Any]:
+    """The run's record document, with its logged events as ``x-logged`` when it has any:
+    what a baseline is diffed against."""
+    document = dict(store.get_run_record(run_id))
+    logged = _logged(store, run_id)
+    if logged:
+        document[LOGGED_MEMBER] = logged
+    return document
+
+
 def export_baseline(store: Store, run_id: str) -> bytes:
     """Canonical JSON bytes of the run's baseline, child runs read from the same store."""
-    return canonical_json(baseline_document(store.get_run_record(run_id), store.get_run_record))
+    document = baseline_document(store.get_run_record(run_id), store.get_run_record)
+    logged = _logged(store, run_id)
+    if logged:
+        document[LOGGED_MEMBER] = logged
+    return canonical_json(document)
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:

@@ -6,7 +6,11 @@ The executor makes the same calls it makes on a ``Run`` (``begin_step``, ``invok
 the entry it would record and compared with the next active entry of the original, in
 recorded order, with the same comparison ``diff_documents`` uses. ``invoke`` returns the
 recorded result of that (path, attempt); the recorded ``result`` entry is consumed in its
-original position. With ``record=True`` the replay is recorded as a successor run
+original position. Attempts are matched by their order, not their number, so a replay
+that numbers them differently (the original recovered from a crash) is faithful; a
+recorded retried attempt the replay does not make is passed over. Only behaviour
+differences are violations (``diff``'s classes); ``strict=True`` makes every difference
+one. With ``record=True`` the replay is recorded as a successor run
 (``predecessor`` set), including the offending call, so ``diff_runs(original, successor)``
 reports the same first divergence as the guard.
 
@@ -29,8 +33,15 @@ from forkline_es.errors import DeterminismViolation, RecordError
 from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.recording.state import check_branch
-from forkline_es.replay.diff import Change, Divergence, compare_entries
-from forkline_es.replay.entries import active_entries, entry_path, key_of, keys_of
+from forkline_es.replay.diff import (
+    BEHAVIOUR,
+    KIND_CLASS,
+    Change,
+    Divergence,
+    entry_changes,
+    entry_facts,
+)
+from forkline_es.replay.entries import RETRY, active_entries, entry_path, keys_of
 from forkline_es.values import decode_value, encode_value
 
 if TYPE_CHECKING:
@@ -129,6 +140,21 @@ class _Step:
         return record
 
 
+def _same_place(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Whether a call's entry stands where the expected one does: the same kind and step
+    (and step status); an attempt's number does not place it, its order does."""
+    kind = expected.get("kind")
+    if kind != actual.get("kind"):
+        return False
+    if kind == "conclude":
+        return True
+    if kind == "step":
+        return (expected.get("step") or {}).get("status") == (actual.get("step") or {}).get("status") and (
+            entry_path(expected) == entry_path(actual)
+        )
+    return entry_path(expected) == entry_path(actual)
+
+
 class Replayer:
     """Guard a replay of ``run_id``: see the module docstring.
 
@@ -136,21 +162,24 @@ class Replayer:
     the executor is done; a record with entries left over is a ``missing-step``.
     """
 
-    def __init__(self, store: Store, run_id: str, *, record: bool = False) -> None:
+    def __init__(self, store: Store, run_id: str, *, record: bool = False, strict: bool = False) -> None:
         self.store = store
         self.run_id = run_id
+        self.strict = strict
         document = store.get_run_record(run_id)
         self._entries = active_entries(document)
         self._keys = keys_of(self._entries)
-        self._index = {k: i for i, k in enumerate(self._keys)}
+        self._results: dict[tuple[str, int], int] = {}  # (path, attempt) -> its result entry
+        for i, entry in enumerate(self._entries):
+            if entry.get("kind") == "result":
+                self._results.setdefault((str(entry.get("path")), int(entry.get("attempt") or 0)), i)
         self._done = [False] * len(self._entries)
-        self._served: set[int] = set()
-        self._seen: dict[tuple[str, str, int, str], int] = {}
+        self._served: dict[int, int] = {}  # served result entry -> the replay's attempt number
         self._steps: dict[str, _Step] = {}
         self._at = 0
         self.run: Run | None = None
         if self._entries and self._entries[0].get("kind") == "start":
-            self._consume(self._entries[0], self._at)
+            self._consume(self._at)
         if record:
             self.run = self._start_successor(document)
 
@@ -214,11 +243,11 @@ class Replayer:
         kept = {k: v for k, v in (step.slots or {}).items() if k not in ("result", "details")}
         step.slots, step.code = {**kept, **slots}, None
         self._steps[path] = step
-        n = self._keys[at][4]
-        found = self._index.get(("result", path, attempt, "", n))
+        recorded = int(self._entries[at].get("attempt") or 0)  # the record's number for it
+        found = self._results.get((path, recorded))
         if found is None or found < at:
             return Recorded(path, attempt, None, None, MISSING, MISSING)
-        self._served.add(found)
+        self._served[found] = attempt
         entry = self._entries[found]
         payloads = entry.get("payloads") or {}
         return Recorded(
@@ -326,10 +355,8 @@ class Replayer:
         _log.info("replay_recording", run_id=successor.id, predecessor=self.run_id)
         return successor
 
-    def _consume(self, entry: Mapping[str, Any], at: int) -> None:
+    def _consume(self, at: int) -> None:
         self._done[at] = True
-        base = key_of(entry)[:4]
-        self._seen[base] = self._seen.get(base, 0) + 1
 
     def _flush(self) -> None:
         """Pass served results (recording them into the successor) and consumed entries."""
@@ -346,13 +373,13 @@ class Replayer:
                 if self.run is not None:
                     self.run.result(
                         path,
-                        int(entry["attempt"]),
+                        self._served[at],  # as the replay numbered the attempt
                         str(entry["dispatch"]),
                         entry.get("code"),
                         _arg(payloads.get("result")),
                         _arg(payloads.get("details")),
                     )
-                self._consume(entry, at)
+                self._consume(at)
             if not self._done[at]:
                 return
             self._at += 1
@@ -361,25 +388,47 @@ class Replayer:
         self._flush()
         return self._entries[self._at] if self._at < len(self._entries) else None
 
+    def _pass_retry(self) -> None:
+        """Pass over the recorded retried attempt at the cursor (its invoke and result):
+        the replay went on without it, which is infrastructure, not behaviour."""
+        entry = self._entries[self._at]
+        self._consume(self._at)
+        result = self._results.get((str(entry.get("path")), int(entry.get("attempt") or 0)))
+        if result is not None and result > self._at:
+            self._done[result] = True
+
     def _check(self, actual: dict[str, Any], record: Any) -> int:
         """Compare the call's entry with the next expected one; consume it or raise."""
         expected = self._expected()
-        base = key_of(actual)[:4]
-        key = (*base, self._seen.get(base, 0))
+        while (
+            expected is not None
+            and self._keys[self._at][3] == RETRY
+            and expected.get("kind") == "invoke"
+            and not _same_place(expected, actual)
+        ):
+            self._pass_retry()
+            expected = self._expected()
         if expected is None:
             self._record(record, failing=True)
             self._violate("extra-step", None, actual, [("", None, actual)])
         assert expected is not None
-        if self._keys[self._at] != key:
+        if not _same_place(expected, actual):
             self._record(record, failing=True)
             self._violate("missing-step", expected, actual, [("", expected, None), ("", None, actual)])
-        differs = compare_entries(expected, actual)
-        if differs is not None:
-            self._record(record, failing=True)
-            self._violate(differs[0], expected, actual, differs[1])
+        changes = entry_changes(expected, actual)
+        if changes:
+            phase = self._keys[self._at][3]
+            counted = [
+                (kind, [change for _, _, change in facts])
+                for kind, facts in entry_facts(str(expected.get("kind")), changes, phase, self.strict)
+                if self.strict or KIND_CLASS[kind] == BEHAVIOUR
+            ]
+            if counted:
+                self._record(record, failing=True)
+                self._violate(counted[0][0], expected, actual, [c for _, found in counted for c in found])
         self._record(record, failing=False)
         at = self._at
-        self._consume(expected, at)
+        self._consume(at)
         return at
 
     def _record(self, record: Any, *, failing: bool) -> None:

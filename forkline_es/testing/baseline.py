@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forkline_es.errors import InvalidRequest
-from forkline_es.replay.baseline import export_baseline, load_baseline
+from forkline_es.replay.baseline import export_baseline, live_document, load_baseline
 from forkline_es.replay.diff import diff_documents
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def assert_matches_baseline(store: Store, run_id: str, path: str | Path) -> None
         baseline = load_baseline(path)
     except InvalidRequest as e:
         raise AssertionError(f"{e.message}\nRe-record it with:\n  {command}") from None
-    diff = diff_documents(baseline, store.get_run_record(run_id), resolve=store.get_run_record)
+    diff = diff_documents(baseline, live_document(store, run_id), resolve=store.get_run_record)
     if diff.first is None:
         return
     more = len(diff.divergences) - 1

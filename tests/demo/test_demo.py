@@ -120,7 +120,20 @@ def test_replay_diverges_first_at_summarize(demo_store: fe.Store) -> None:
     assert not diff.is_match
     assert diff.first is not None
     assert (diff.first.kind, diff.first.path) == ("result", "summarize")
-    assert {d.path for d in diff.divergences} == {"summarize"}
+    assert [(d.kind, d.path) for d in diff.behaviour] == [("result", "summarize")]
+    # the first run's crash (a recovery, summarize's attempt 2 against the replay's 1)
+    assert {(d.kind, d.path) for d in diff.infrastructure} == {("attempt", "summarize"), ("recovery", None)}
+    assert diff.divergences[0] is diff.first  # behaviour first
+
+
+def test_the_cli_says_in_words_what_changed_at_summarize(demo_db: Path) -> None:
+    result = CliRunner().invoke(main, ["diff", "demo-first", "demo-replay", "--db", str(demo_db)])
+    assert result.exit_code == 1
+    first = result.output.splitlines()[0]
+    assert first == (
+        "first divergence: behaviour: step 'summarize' returned a different result: "
+        'result/model "demo-model-1" -> "demo-model-2" (A/B entries 19/16, 20/17)'
+    )
 
 
 def test_running_twice_recognises_the_runs(demo_db: Path) -> None:

@@ -48,7 +48,7 @@ class History:
 
 
 @st.composite
-def steps(draw: st.DrawFn, path: str) -> Step:
+def steps(draw: st.DrawFn, path: str, values: st.SearchStrategy[Any] = values) -> Step:
     return Step(
         path=path,
         arguments=draw(values),
@@ -61,11 +61,13 @@ def steps(draw: st.DrawFn, path: str) -> Step:
 
 
 @st.composite
-def histories(draw: st.DrawFn, min_steps: int = 1, max_steps: int = 5) -> History:
+def histories(
+    draw: st.DrawFn, min_steps: int = 1, max_steps: int = 5, values: st.SearchStrategy[Any] = values
+) -> History:
     n = draw(st.integers(min_steps, max_steps))
     return History(
         inputs=draw(values),
-        steps=tuple(draw(steps(f"s{i}")) for i in range(n)),
+        steps=tuple(draw(steps(f"s{i}", values)) for i in range(n)),
         status=draw(st.sampled_from(["succeeded", "failed"])),
         outputs=draw(values),
     )
@@ -94,6 +96,91 @@ def record(store: fe.Store, h: History) -> tuple[str, dict[tuple[int, str], int]
                 result=s.result if last else None,
             )
         at[k, "end"] = run.end_step(s.path, s.outcome, branch=s.branch)
+    at[-1, "conclude"] = run.conclude(h.status, **_conclude_args(h))
+    return run.id, at
+
+
+#: Where a crash may strike in a step: after its begin, after an attempt's invoke or
+#: result, or after its end. ``"step"`` recovery supersedes the step so far (it is begun
+#: again), ``"attempt"`` only the attempt in flight (tried again under the next number).
+CRASH_POINTS = ("begin", "invoke", "result", "end")
+
+
+@st.composite
+def crashes(draw: st.DrawFn, h: History) -> frozenset[tuple[int, str, str]]:
+    """A set of (step index, point, mode) where the process dies once."""
+    points = st.tuples(
+        st.integers(0, max(len(h.steps) - 1, 0)),
+        st.sampled_from(CRASH_POINTS),
+        st.sampled_from(["step", "attempt"]),
+    )
+    return frozenset(draw(st.lists(points, max_size=4)))
+
+
+def record_crashing(
+    store: fe.Store, h: History, crash_at: frozenset[tuple[int, str, str]]
+) -> tuple[str, dict[tuple[int, str], int]]:
+    """Record ``h`` as ``record`` does, with the process dying at ``crash_at``: each time a
+    new process resumes the run and recovers, superseding the work in flight, and the
+    executor goes on from there with the same calls and answers. Attempt numbers keep
+    counting, as an executor's ``next_attempt`` does after a recovery."""
+    run = store.start_run("wf/replay", inputs=h.inputs)
+    at: dict[tuple[int, str], int] = {}
+    pending = set(crash_at)
+
+    def crash(k: int, point: str, step_work: list[int], attempt_work: list[int]) -> str | None:
+        """Die here if asked: the recovery's mode ("step" restarts the step), else None."""
+        nonlocal run
+        for mode in ("step", "attempt"):
+            if (k, point, mode) not in pending:
+                continue
+            pending.discard((k, point, mode))
+            run = store.resume_run(run.id)  # a new process
+            if point == "end":
+                run.recover([])  # nothing was in flight
+                return None
+            if mode == "step" or point == "begin":
+                run.recover(step_work)
+                return "step"
+            run.recover(attempt_work)
+            return "attempt"
+        return None
+
+    for k, s in enumerate(h.steps):
+        number = 0  # the last attempt number used for this step, superseded ones included
+        restart = True
+        while restart:
+            at.pop((k, "invoke"), None)  # a restarted step's first invoke is the new one
+            work = [run.begin_step(s.path, arguments=s.arguments)]
+            at[k, "begin"] = work[0]
+            restart = crash(k, "begin", work, []) == "step"
+            attempts = 2 if s.retried else 1
+            done = 0
+            while not restart and done < attempts:
+                number += 1
+                last = done + 1 == attempts
+                invoke = run.invoke(s.path, number, s.operation, ART, "ambiguous", arguments=s.arguments)
+                how = crash(k, "invoke", [*work, invoke], [invoke])
+                if how is not None:
+                    restart = how == "step"
+                    continue
+                result = run.result(
+                    s.path,
+                    number,
+                    "succeeded" if last else "failed",
+                    None if last else "retry",
+                    result=s.result if last else None,
+                )
+                how = crash(k, "result", [*work, invoke, result], [invoke, result])
+                if how is not None:
+                    restart = how == "step"
+                    continue
+                work += [invoke, result]
+                at.setdefault((k, "invoke"), invoke)
+                at[k, "result"] = result
+                done += 1
+        at[k, "end"] = run.end_step(s.path, s.outcome, branch=s.branch)
+        crash(k, "end", [], [])
     at[-1, "conclude"] = run.conclude(h.status, **_conclude_args(h))
     return run.id, at
 

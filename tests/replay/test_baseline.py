@@ -63,7 +63,7 @@ def test_assert_matches_baseline(store: fe.Store, tmp_path: Path) -> None:
     with pytest.raises(AssertionError) as caught:
         fe.testing.assert_matches_baseline(store, changed, path)
     message = str(caught.value)
-    assert "result at step 'a'" in message
+    assert "behaviour: step 'a' returned a different result" in message
     assert f"forkline-es export --db {store.path} --baseline {changed} > {path}" in message
 
 

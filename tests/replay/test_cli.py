@@ -35,7 +35,9 @@ def test_diff_exit_codes_and_text(db_path: Path) -> None:
     assert same.exit_code == 0 and "match" in same.output
     differ = runner.invoke(main, ["diff", "--db", str(db_path), a, c])
     assert differ.exit_code == 1
-    assert "first divergence: operation at step 'a'" in differ.output and "--all" in differ.output
+    first_line = differ.output.splitlines()[0]
+    assert first_line.startswith("first divergence: behaviour: step 'a' called a different operation")
+    assert '"op" -> "other"' in first_line and "--all" in differ.output
     refused = runner.invoke(main, ["diff", "--db", str(db_path), a, "nope"])
     assert refused.exit_code == 2 and "run-not-found" in refused.output
     usage = runner.invoke(main, ["diff", "--db", str(db_path), a])
@@ -46,14 +48,18 @@ def test_diff_json_shape_and_all(db_path: Path) -> None:
     a, _, c = _runs(db_path)
     runner = CliRunner()
     first = json.loads(runner.invoke(main, ["diff", "--db", str(db_path), "--json", a, c]).output)
-    assert set(first) == {"match", "count", "first", "divergences"}
+    assert set(first) == {"match", "strict", "count", "counts", "first", "divergences"}
+    assert first["counts"] == {"behaviour": 2, "metadata": 0, "infrastructure": 0}
     assert first["match"] is False and first["count"] == 2 and len(first["divergences"]) == 1
     assert first["first"] == {
         "kind": "operation",
+        "class": "behaviour",
         "path": "a",
         "seq_a": 3,
         "seq_b": 3,
+        "summary": 'behaviour: step \'a\' called a different operation: operation "op" -> "other" (entry 3)',
         "changes": [{"pointer": "/operation", "old": "op", "new": "other"}],
+        "places": [],
     }
     every = json.loads(runner.invoke(main, ["diff", "--db", str(db_path), "--json", "--all", a, c]).output)
     assert [d["kind"] for d in every["divergences"]] == ["operation", "conclusion"]

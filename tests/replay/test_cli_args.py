@@ -94,3 +94,29 @@ def test_a_baseline_diff_reads_the_live_run_s_children(db_path: Path, tmp_path: 
     assert diff(db_path, "--baseline", str(golden), same)[:2] == (0, "match: no divergence\n")
     code, out, _ = diff(db_path, "--json", "--baseline", str(golden), other)
     assert code == 1 and json.loads(out)["first"]["kind"] == "child"
+
+
+def _named(store: fe.Store, name: str, outcome: str = "succeeded") -> str:
+    run = store.start_run("wf", name=name)
+    run.begin_step("s")
+    run.end_step("s", outcome)
+    run.conclude("succeeded")
+    return run.id
+
+
+def test_strict_counts_metadata_and_ignore_leaves_members_out(db_path: Path) -> None:
+    with fe.Store.open(db_path) as store:
+        a, renamed, failed = _named(store, "x"), _named(store, "y"), _named(store, "x", "failed")
+    assert diff(db_path, a, renamed)[:2] == (
+        0,
+        "match: no behaviour divergence (1 metadata; --strict counts them)\n",
+    )
+    code, out, _ = diff(db_path, "--strict", a, renamed)
+    assert code == 1 and out.startswith("first divergence: metadata: the run's name differs")
+    assert diff(db_path, "--strict", "--ignore", "/run/name", a, renamed)[:2] == (0, "match: no divergence\n")
+    assert diff(db_path, a, failed)[0] == 1
+    assert diff(db_path, "--ignore", "/step/outcome", "--ignore", "/nothing/*", a, failed)[0] == 0
+    as_json = json.loads(diff(db_path, "--json", "--strict", a, renamed)[1])
+    assert as_json["strict"] is True and as_json["match"] is False and as_json["counts"]["metadata"] == 1
+    code, out, err = diff(db_path, "--ignore", "step/outcome", a, failed)
+    assert code == 2 and "invalid-request" in out + err and "must start with `/`" in out + err

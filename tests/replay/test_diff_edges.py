@@ -44,12 +44,13 @@ def ended(
 
 def test_an_entry_differing_in_several_ways_is_named_by_its_weightiest_change(mem_store: fe.Store) -> None:
     a, b = ended(mem_store, "succeeded", {"v": 1}), ended(mem_store, "failed", {"v": 2}, code="E1")
-    (divergence,) = fe.diff_runs(mem_store, a, b).divergences
-    assert divergence.kind == "outcome"
-    assert [c[0] for c in divergence.changes] == [
-        "/step/code",
-        "/step/outcome",
-        "/step/payloads/result/value/value/v/value",
+    diff = fe.diff_runs(mem_store, a, b)
+    assert diff.first is not None and diff.first.kind == "outcome"
+    # one divergence per kind of fact, weightiest first, each with its own changes
+    assert [(d.kind, [c[0] for c in d.changes]) for d in diff.divergences] == [
+        ("outcome", ["/step/outcome"]),
+        ("code", ["/step/code"]),
+        ("result", ["/step/payloads/result/value/value/v/value"]),
     ]
 
 

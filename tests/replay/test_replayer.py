@@ -61,7 +61,7 @@ def test_the_first_differing_call_raises_with_expected_actual_and_changes(mem_st
     assert v.changes == [("/payloads/arguments/value/value/q/value", 1, 2)]
     assert v.expected["operation"] == v.actual["operation"] == "http.get"
     assert not isinstance(v, fe.RecordError)  # not a refusal: nothing was asked of the log
-    assert "arguments at step 'a'" in str(v)
+    assert "behaviour: step 'a' was given different arguments" in str(v)
 
 
 def test_a_different_artifact_is_an_operation_violation(mem_store: fe.Store) -> None:
