@@ -27,9 +27,11 @@ from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
-from forkline_es.log.connection import Connection, Cursor, Durability, open_connection, open_read_only
+from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.connection import Durability
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
+from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
@@ -103,16 +105,17 @@ class Store:
 
     def __init__(
         self,
-        conn: Connection,
+        backend: Backend,
         path: str,
         redaction: RedactionPolicy | None = None,
-        reopen: Callable[[], Connection] | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.path = path
         #: The longest payload this handle records, in bytes of canonical JSON (see ``open``).
         self.max_payload_bytes = check_payload_limit(max_payload_bytes)
-        self.log = EventLog(conn, reopen)
+        #: The storage seam (``log.backend``): every statement of this store goes through it.
+        self.backend = backend
+        self.log = EventLog(backend)
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
@@ -161,7 +164,7 @@ class Store:
         if redaction is not None:
             checked_policy(redaction, "redaction")  # before the file is created
         try:
-            conn = open_read_only(path) if read_only else open_connection(path, durability)
+            backend = open_backend(path, durability, read_only=read_only)
         except StoreError as e:
             # compat builds on the store, so it is imported here, where a refusal needs it
             from forkline_es.compat.views import import_hint, written_by_forkline
@@ -169,12 +172,11 @@ class Store:
             if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
-        reopen = (lambda: open_read_only(path)) if read_only else (lambda: open_connection(path, durability))
-        store = cls(conn, os.fspath(path), redaction, reopen=reopen, max_payload_bytes=max_payload_bytes)
+        store = cls(backend, os.fspath(path), redaction, max_payload_bytes=max_payload_bytes)
         try:
             store.projections.ensure()
         except BaseException:
-            store.log.close()
+            backend.close()
             raise
         return store
 
@@ -184,12 +186,13 @@ class Store:
         return self.log.read_only
 
     @property
-    def conn(self) -> Connection:
-        """The store's apsw connection (replaced if another SQLite deleted its WAL: ``log.wal``)."""
-        return self.log.connection()
+    def conn(self) -> Any:
+        """The driver's connection, for tests and tools (on SQLite replaced if another SQLite
+        deleted its WAL: ``log.wal``); the packages above the seam never use it."""
+        return self.backend.connection()
 
     def close(self) -> None:
-        self.log.close()
+        self.backend.close()
 
     def __enter__(self) -> Store:
         return self
@@ -319,7 +322,7 @@ class Store:
         """Append one row and fold it into every projection, in one transaction."""
         if self.projections.folds(event):
             return self._commit_many([(row, event)])[0]
-        positions, _ = self.log.append((row,))  # e.g. a Forkline event: nothing to fold
+        positions, _ = self.backend.append((row,))  # e.g. a Forkline event: nothing to fold
         self.projections.passed(row.run_id, row.seq)
         return positions[0]
 
@@ -331,7 +334,7 @@ class Store:
                 self.projections.apply(cur, row.stored(position), event)
 
         try:
-            positions, _ = self.log.append([row for row, _ in pending], project)
+            positions, _ = self.backend.append([row for row, _ in pending], project)
         except BaseException:
             for run_id in {row.run_id for row, _ in pending}:
                 self.projections.forget(run_id)  # the fold may have cached what did not commit
@@ -376,7 +379,8 @@ class Store:
         """count, mean, min, max, p50, p95 of ``name`` over ``workflow``'s runs; None if never measured."""
         check_text(workflow, "workflow")
         check_text(name, "a metric name")
-        return artifact_sql.metric_summary(self.conn.cursor(), workflow, name)
+        with self.log.snapshot() as cur:
+            return artifact_sql.metric_summary(cur, workflow, name)
 
     def verify_run(
         self, run_id: str, anchors: Mapping[str, Any] | None = None, *, projections: bool = True
@@ -402,7 +406,7 @@ class Store:
         "digest": "sha256:..."}}``. Kept outside the file, they let ``verify`` see a run
         rewritten at or before them (docs/verify.md)."""
         with self.log.snapshot() as cur:
-            return read_anchors(cur)
+            return read_anchors(cur, self.log.dialect)
 
     # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
 
@@ -476,4 +480,4 @@ class Store:
         """Rebuild into a scratch copy and list each difference with the live projections."""
         from forkline_es.projections.check import check_projections
 
-        return check_projections(self.conn, progress)
+        return check_projections(self.backend, progress)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import forkline_es as fe
+from forkline_es.testing.backends import BACKENDS, BackendOpener
 
 settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -69,3 +70,15 @@ def damaged_db(tmp_path: Path) -> Path:
         f.seek(size // 2)
         f.write(bytes(rng.randrange(256) for _ in range(4096)))
     return db
+
+
+# -- backends: every suite that takes ``open_backend`` runs once per backend --------------
+
+@pytest.fixture(params=BACKENDS)
+def open_backend_handle(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendOpener]:
+    """``open_backend_handle()`` gives a new handle (its own connection) on one fresh store."""
+    opener = BackendOpener.fresh(request.param, tmp_path)
+    try:
+        yield opener
+    finally:
+        opener.close()

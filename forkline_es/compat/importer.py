@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import apsw
-
 from forkline_es._logging import get_logger
 from forkline_es.compat.recorder import STATUSES, logged_event
 from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, has_forkline_tables
 from forkline_es.errors import Conflict, InvalidRequest, RecordError
 from forkline_es.log.events import RunStarted
+from forkline_es.log.foreign import ForeignFile, ForeignFileError, open_foreign
 from forkline_es.recording.payloads import encode_slots
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
@@ -102,13 +101,13 @@ def _payload(text: object) -> Any:
         raise ValueError("payload is JSON nested too deeply to read") from None
 
 
-def _open_source(path: str) -> apsw.Connection:
+def _open_source(path: str) -> ForeignFile:
     if not os.path.isfile(path):
         raise InvalidRequest(f"no Forkline database at {path}")
     try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        conn = open_foreign(path)
         forkline = has_forkline_tables(conn)
-    except apsw.Error as e:
+    except ForeignFileError as e:
         raise InvalidRequest(f"{path} is not a readable SQLite database: {e}") from None
     if not forkline:
         conn.close()
@@ -144,8 +143,8 @@ def _run(row: tuple[Any, ...]) -> _SourceRun:
     )
 
 
-def _rows(conn: apsw.Connection, table: str, columns: tuple[str, ...], order: str) -> Iterator[Any]:
-    yield from conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
+def _rows(conn: ForeignFile, table: str, columns: tuple[str, ...], order: str) -> Iterator[Any]:
+    yield from conn.rows(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
 
 
 def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str]]) -> str | None:
@@ -154,9 +153,11 @@ def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str
     A concluded copy is final: the source must end it the same way (its events are checked
     against ``closed`` by the caller). An open copy simply receives what it lacks.
     """
-    ends = store.conn.execute(
-        "SELECT key, body FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run.run_id,)
-    ).fetchall()
+    with store.log.snapshot() as cur:
+        ends = cur.execute(
+            "SELECT key, body FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run.run_id,)
+        ).fetchall()
+        keys = [k for (k,) in cur.execute("SELECT key FROM log WHERE run_id = ?", (run.run_id,))]
     if not ends:
         return None
     key, text = ends[0]
@@ -167,14 +168,11 @@ def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str
         return f"run {run.run_id}: imported as {body['status']}, the source now has no status"
     if (body["status"], body.get("code")) != STATUSES[run.status]:
         return f"run {run.run_id}: imported as {body['status']}, the source now says {run.status!r}"
-    keys = store.conn.execute("SELECT key FROM log WHERE run_id = ?", (run.run_id,))
-    closed[run.run_id] = {k for (k,) in keys}
+    closed[run.run_id] = set(keys)
     return None
 
 
-def _problems(
-    conn: apsw.Connection, store: Store, policy: RedactionPolicy
-) -> tuple[list[str], list[str], int]:
+def _problems(conn: ForeignFile, store: Store, policy: RedactionPolicy) -> tuple[list[str], list[str], int]:
     """What makes the source unimportable, the run ids the store holds for other runs, and
     how many runs an earlier (interrupted) import of this source started."""
     invalid: list[str] = []
@@ -192,9 +190,8 @@ def _problems(
         if store.log.eviction(run.run_id) is not None:
             taken.append(f"run {run.run_id}: the store evicted a run of that id; identities are never reused")
             continue
-        first = store.conn.execute(
-            "SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,)
-        ).fetchall()
+        with store.log.snapshot() as cur:
+            first = cur.execute("SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,)).fetchall()
         if not first:
             continue  # a new run
         if first[0][0] != START_KEY:
