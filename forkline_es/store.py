@@ -15,6 +15,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -31,7 +32,7 @@ from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.connection import Durability
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
-from forkline_es.log.opening import open_backend
+from forkline_es.log.opening import is_dsn, open_backend
 from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
@@ -116,6 +117,7 @@ class Store:
         #: The storage seam (``log.backend``): every statement of this store goes through it.
         self.backend = backend
         self.log = EventLog(backend)
+        self._artifacts: str | None = None
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
@@ -143,6 +145,7 @@ class Store:
         *,
         read_only: bool = False,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        artifacts: str | os.PathLike[str] | None = None,
     ) -> Store:
         """Open or create a store; refuses foreign or newer files with StoreError, untouched.
 
@@ -154,6 +157,10 @@ class Store:
 
         ``read_only``: open an existing store and write nothing, on a read-only file, folder
         or mount too; every write call raises StoreError (docs/records.md, "Reading a copy").
+
+        ``path`` may be a PostgreSQL DSN (``postgresql://user@host/db``, the ``postgres``
+        extra): the same store on a server that executors on many hosts share; its artifact
+        files then go to ``artifacts``, a folder every host mounts (docs/postgres.md).
         """
         path = _checked_path(path)
         if type(read_only) is not bool:
@@ -172,7 +179,8 @@ class Store:
             if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
-        store = cls(backend, os.fspath(path), redaction, max_payload_bytes=max_payload_bytes)
+        store = cls(backend, backend.location, redaction, max_payload_bytes=max_payload_bytes)
+        store._artifacts = None if artifacts is None else os.fspath(artifacts)
         try:
             store.projections.ensure()
         except BaseException:
@@ -322,7 +330,7 @@ class Store:
         """Append one row and fold it into every projection, in one transaction."""
         if self.projections.folds(event):
             return self._commit_many([(row, event)])[0]
-        positions, _ = self.backend.append((row,))  # e.g. a Forkline event: nothing to fold
+        positions, _ = self.log.append((row,))  # e.g. a Forkline event: nothing to fold
         self.projections.passed(row.run_id, row.seq)
         return positions[0]
 
@@ -334,7 +342,7 @@ class Store:
                 self.projections.apply(cur, row.stored(position), event)
 
         try:
-            positions, _ = self.backend.append([row for row, _ in pending], project)
+            positions, _ = self.log.append([row for row, _ in pending], project)
         except BaseException:
             for run_id in {row.run_id for row, _ in pending}:
                 self.projections.forget(run_id)  # the fold may have cached what did not commit
@@ -372,7 +380,15 @@ class Store:
 
     @functools.cached_property
     def artifact_files(self) -> ArtifactFiles:
-        """Artifact content: ``<db>.artifacts/`` beside the file (a temporary folder for ":memory:")."""
+        """Artifact content: ``artifacts`` given to ``open``, else ``<db>.artifacts/`` beside
+        the file (a temporary folder for ":memory:")."""
+        if self._artifacts is not None:
+            return ArtifactFiles(Path(self._artifacts))
+        if is_dsn(self.path):
+            raise InvalidRequest(
+                "a PostgreSQL store keeps artifact files in a folder every host shares: "
+                "open it with fe.Store.open(dsn, artifacts='/shared/artifacts')"
+            )
         return ArtifactFiles.for_database(self.path)
 
     def metrics(self, workflow: str, name: str) -> MetricSummary | None:

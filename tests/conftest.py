@@ -74,6 +74,7 @@ def damaged_db(tmp_path: Path) -> Path:
 
 # -- backends: every suite that takes ``open_backend`` runs once per backend --------------
 
+
 @pytest.fixture(params=BACKENDS)
 def open_backend_handle(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendOpener]:
     """``open_backend_handle()`` gives a new handle (its own connection) on one fresh store."""

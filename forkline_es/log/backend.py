@@ -145,9 +145,11 @@ class Backend(Protocol):
         a lock held too long is a ``StoreError`` (gc), not the ``conflict`` of an append."""
         ...
 
-    def snapshot(self) -> AbstractContextManager[Cursor]:
+    def snapshot(self, *, following: bool = False) -> AbstractContextManager[Cursor]:
         """A read transaction: every statement inside sees one coherent state (inside a
-        transaction of this backend already, that transaction's cursor)."""
+        transaction of this backend already, that transaction's cursor). ``following``: the
+        reader follows the log and asks ``horizon(cur)`` inside; a backend whose horizon
+        waits for appends in flight fixes it before the snapshot starts, and only then."""
         ...
 
     def private(self, what: str) -> AbstractContextManager[Cursor]:
@@ -165,7 +167,9 @@ class Backend(Protocol):
 
     def horizon(self, cur: Cursor) -> int:
         """The position up to which every row is committed and will never be joined by a
-        lower one: what a follower of the log reads up to (never a raw ``max(position)``)."""
+        lower one: what a follower of the log reads up to (never a raw ``max(position)``).
+        Inside a ``snapshot``, only one opened with ``following=True``; inside a write
+        ``transaction`` it may hold back appends until that transaction ends."""
         ...
 
     def translate(self, error: BaseException, what: str, *, maintenance: bool = False) -> ForklineError:

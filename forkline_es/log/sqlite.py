@@ -139,9 +139,12 @@ class SqliteBackend:
     dialect = SQLITE
     errors: tuple[type[BaseException], ...] = (apsw.Error,)
 
-    def __init__(self, conn: Connection, reopen: Callable[[], Connection] | None = None) -> None:
+    def __init__(
+        self, conn: Connection, reopen: Callable[[], Connection] | None = None, location: str | None = None
+    ) -> None:
         self.conn = conn
-        self.location: str = conn.filename or ":memory:"
+        #: The path as the caller gave it (``conn.filename`` is absolute).
+        self.location: str = location if location is not None else (conn.filename or ":memory:")
         self._reopen = reopen
         self._wal = WalWatch(conn.filename) if reopen is not None else None
         #: Opened read-only (``connection.open_read_only``): every write is refused here,
@@ -265,11 +268,12 @@ class SqliteBackend:
             raise
 
     @contextmanager
-    def snapshot(self) -> Iterator[Cursor]:
+    def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
         """A read transaction: every statement inside sees one coherent state.
 
         A driver error met inside (a damaged page: ``CorruptError``) leaves as a
-        ``StoreError``, like a failed append, never as a raw apsw exception.
+        ``StoreError``, like a failed append, never as a raw apsw exception. ``following``
+        changes nothing here: the end of the log in any snapshot is a horizon.
         """
         cur = self.connection().cursor()
         if self.conn.in_transaction:  # already inside a caller's transaction
@@ -425,9 +429,11 @@ def open_sqlite(
     path: str | os.PathLike[str], durability: Durability = "normal", *, read_only: bool = False
 ) -> SqliteBackend:
     """Open (creating or migrating; or read-only, never writing) a forkline_es SQLite file."""
+    location = os.fspath(path)
     if read_only:
-        return SqliteBackend(open_read_only(path), reopen=lambda: open_read_only(path))
-    return SqliteBackend(open_connection(path, durability), reopen=lambda: open_connection(path, durability))
+        return SqliteBackend(open_read_only(path), reopen=lambda: open_read_only(path), location=location)
+    conn = open_connection(path, durability)
+    return SqliteBackend(conn, reopen=lambda: open_connection(path, durability), location=location)
 
 
 def scratch_in_memory() -> SqliteBackend:

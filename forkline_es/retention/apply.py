@@ -224,7 +224,7 @@ def remove_payloads(
                 raise Conflict(f"run {run_id!r}: payload {slot} at {position} changed meanwhile; retry")
 
     try:
-        store.backend.append([row], then)
+        store.log.append([row], then)
     finally:
         store.projections.forget(run_id)
     _log.info("payloads_removed", run_id=run_id, slots=len(removed), policy=policy)

@@ -135,7 +135,7 @@ def completions(
         raise InvalidRequest(f"limit is an integer from 1 to 2**63 - 1, not {shown(limit)}")
     if type(after) is not int or not 0 <= after <= LARGEST_NUMBER:
         raise InvalidRequest(f"after is a log position from 0 to 2**63 - 1, not {shown(after)}")
-    with store.log.snapshot() as cur:
+    with store.log.snapshot(following=True) as cur:
         if consumer is not None:
             after = _known(cur, _check_name(consumer)).position
         rows = cur.execute(

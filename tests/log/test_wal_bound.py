@@ -16,6 +16,7 @@ from forkline_es.testing.processes import SnapshotReader, StepWriters, wal_size
 
 BOUND = 64 * 1024 * 1024
 
+
 def _peak(db: Path, seconds: float) -> int:
     """The largest WAL size seen in ``seconds``; stops as soon as it passes the bound."""
     peak = 0

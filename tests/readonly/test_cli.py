@@ -65,9 +65,6 @@ def test_read_commands_do_not_migrate(copy: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchall()[0][0] == 1
 
 
-
-
-
 @pytest.mark.parametrize(
     "args", [("verify", "--all"), ("verify", "--all", "--json"), ("verify", "--all", "--no-projections")]
 )
