@@ -6,8 +6,10 @@ default "ci" profile. ``HYPOTHESIS_PROFILE=dev`` is quicker for local iteration.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, settings
 
 import forkline_es as fe
 from forkline_es.testing.backends import BACKENDS, BackendOpener
+from forkline_es.testing.postgres import PostgresServer
 
 settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -75,11 +78,47 @@ def damaged_db(tmp_path: Path) -> Path:
 # -- backends: every suite that takes ``open_backend`` runs once per backend --------------
 
 
+def _location(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
+    """A fresh store's location: a file for SQLite, a database of its own on PostgreSQL."""
+    return str(request.getfixturevalue("pg_dsn")) if kind == "postgresql" else str(tmp_path / "runs.db")
+
+
 @pytest.fixture(params=BACKENDS)
 def open_backend_handle(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendOpener]:
     """``open_backend_handle()`` gives a new handle (its own connection) on one fresh store."""
-    opener = BackendOpener.fresh(request.param, tmp_path)
+    opener = BackendOpener(request.param, _location(request, request.param, tmp_path))
     try:
         yield opener
     finally:
         opener.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[fe.Store]:
+    """A store on a fresh location of each backend: a suite's conftest makes it its ``store``
+    to run on every backend (tests/records, tests/recording)."""
+    if request.param == "sqlite":
+        with fe.Store.open(tmp_path / "runs.db") as s:
+            yield s
+        return
+    with fe.Store.open(_location(request, request.param, tmp_path), artifacts=tmp_path / "artifacts") as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server per test process (each xdist worker has its own),
+    started at the first test that asks for it. No server here fails the test: it never skips."""
+    with PostgresServer() as server:
+        yield server
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The DSN of a new, empty database of its own for this test, dropped after it."""
+    name = f"t{next(_databases)}_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    yield pg_server.create_database(name)
+    pg_server.drop_database(name)

@@ -6,7 +6,6 @@ A test takes handles on one fresh store (``BackendOpener``) and asks only what t
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Final
 
 from forkline_es.log.backend import Backend
@@ -14,8 +13,8 @@ from forkline_es.log.opening import open_backend
 
 __all__ = ["BACKENDS", "BackendOpener"]
 
-#: The backends the seam's contract runs against; PostgreSQL joins as a second.
-BACKENDS: Final = ("sqlite",)
+#: The backends the seam's contract runs against.
+BACKENDS: Final = ("sqlite", "postgresql")
 
 
 class BackendOpener:
@@ -25,13 +24,6 @@ class BackendOpener:
         self.kind = kind
         self.location = location
         self.opened: list[Backend] = []
-
-    @classmethod
-    def fresh(cls, kind: str, folder: Path) -> BackendOpener:
-        """A new, empty store of backend ``kind`` (a file in ``folder`` for SQLite)."""
-        if kind != "sqlite":
-            raise ValueError(f"no such backend in this build: {kind!r}")
-        return cls(kind, str(folder / "runs.db"))
 
     def __call__(self, *, read_only: bool = False) -> Backend:
         backend = open_backend(self.location, read_only=read_only)

@@ -1,0 +1,128 @@
+"""The cursor code above the seam gets on PostgreSQL: SQLite's ``?`` placeholders, apsw's shape.
+
+Every statement above the seam is written once with ``?`` placeholders
+(``log/backend.py``); psycopg takes ``%s`` and reads every ``%`` of a statement that has
+parameters as the start of one, string literals included. ``pg_sql`` rewrites a statement
+once (cached by its text): ``?`` outside literals, quoted identifiers and comments becomes
+``%s`` (SQLite's numbered ``?N``: ``%(N)s``), and every ``%`` is doubled. A statement
+without parameters goes to psycopg as it is and unparsed, which is also how several
+``;``-separated statements (projection DDL) run in one call, as apsw runs them.
+
+Text goes in and comes out as ``str``: the connection's client encoding is UTF-8
+(``connection.connect``), so canonical JSON text round-trips byte for byte once encoded
+again. A ``bytes`` parameter stays ``bytea``, as it is a BLOB to SQLite: the seam decodes
+bodies to text before they reach a cursor.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final
+
+import psycopg
+
+__all__ = ["PgCursor", "pg_sql"]
+
+_QUOTES: Final = ("'", '"')
+
+
+@functools.lru_cache(maxsize=2048)
+def pg_sql(sql: str) -> tuple[str, bool]:
+    """``sql`` with ``?`` placeholders in psycopg's words, and whether they are numbered.
+
+    ``?`` becomes ``%s`` and SQLite's numbered ``?N`` becomes ``%(N)s`` (the statement then
+    takes its parameters as ``{"N": value}``: ``numbered``), every ``%`` is doubled. ``?``
+    inside a string literal, a quoted identifier or a comment is text, not a parameter.
+    A statement mixing both forms is refused, as SQLite would number them confusingly.
+    """
+    out: list[str] = []
+    plain = numbered = False
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in _QUOTES:  # a literal or quoted identifier; a doubled quote stays inside it
+            end = sql.find(c, i + 1)
+            while end != -1 and end + 1 < n and sql[end + 1] == c:
+                end = sql.find(c, end + 2)
+            end = n - 1 if end == -1 else end
+            out.append(sql[i : end + 1].replace("%", "%%"))
+            i = end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end == -1 else end
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end == -1 else end + 2
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif c == "?":
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            if j > i + 1:
+                numbered = True
+                out.append(f"%({int(sql[i + 1 : j])})s")
+            else:
+                plain = True
+                out.append("%s")
+            i = j
+        elif c == "%":
+            out.append("%%")
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    if plain and numbered:
+        raise ValueError(f"a statement takes ? or ?N placeholders, not both: {sql!r}")
+    return "".join(out), numbered
+
+
+def _params(params: Sequence[Any], numbered: bool) -> Sequence[Any] | dict[str, Any]:
+    return {str(k): v for k, v in enumerate(params, 1)} if numbered else params
+
+
+class PgCursor:
+    """A psycopg cursor behind the seam's ``Cursor`` protocol: ``execute`` returns the cursor
+    itself, iterable over tuples and with ``fetchall``; a statement without rows (an INSERT
+    without RETURNING) iterates as empty, as apsw's does, instead of raising."""
+
+    __slots__ = ("_cur",)
+
+    def __init__(self, cur: psycopg.Cursor[Any]) -> None:
+        self._cur = cur
+
+    @property
+    def raw(self) -> psycopg.Cursor[Any]:
+        """The psycopg cursor, for the PostgreSQL modules' own statements (DDL, COPY)."""
+        return self._cur
+
+    @property
+    def rowcount(self) -> int:
+        """How many rows the last statement changed or returned."""
+        return self._cur.rowcount
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> PgCursor:
+        if params:
+            query, numbered = pg_sql(sql)
+            self._cur.execute(query, _params(params, numbered))
+        else:  # unparsed: no % to double, and ;-separated statements allowed
+            self._cur.execute(sql)
+        return self
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> PgCursor:
+        query, numbered = pg_sql(sql)
+        self._cur.executemany(query, (_params(p, numbered) for p in params))
+        return self
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        if self._cur.description is None:
+            return iter(())
+        return iter(self._cur)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        if self._cur.description is None:
+            return []
+        return self._cur.fetchall()

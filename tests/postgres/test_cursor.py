@@ -1,0 +1,66 @@
+"""The cursor adapter: SQLite's ``?`` statements run unchanged on PostgreSQL, text intact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forkline_es.log.postgres.cursor import PgCursor, pg_sql
+from forkline_es.testing.postgres import PostgresServer
+
+
+@pytest.mark.parametrize(
+    ("sqlite", "postgres"),
+    [
+        ("SELECT ?, ?", "SELECT %s, %s"),
+        ("SELECT '?', ? WHERE a LIKE 'x%'", "SELECT '?', %s WHERE a LIKE 'x%%'"),
+        ('SELECT "a?" FROM t WHERE b = ? -- why?\n', 'SELECT "a?" FROM t WHERE b = %s -- why?\n'),
+        ("SELECT 'it''s ?', ? /* ? % */", "SELECT 'it''s ?', %s /* ? %% */"),
+        ("SELECT 5 % ?", "SELECT 5 %% %s"),
+    ],
+)
+def test_placeholders_outside_literals_and_every_percent(sqlite: str, postgres: str) -> None:
+    assert pg_sql(sqlite) == (postgres, False)
+
+
+def test_numbered_placeholders_take_their_values_by_number(cur: PgCursor) -> None:
+    assert pg_sql("SELECT ?2, ?1, ?2 || '?1'") == ("SELECT %(2)s, %(1)s, %(2)s || '?1'", True)
+    assert cur.execute("SELECT ?2::text, ?1::text, ?2::text", ("a", "b")).fetchall() == [("b", "a", "b")]
+    with pytest.raises(ValueError, match="not both"):
+        pg_sql("SELECT ?1, ?")
+
+
+@pytest.fixture(scope="module")
+def cur(pg_server: PostgresServer) -> Iterator[PgCursor]:
+    """One connection for the module: hypothesis runs many examples on it."""
+    with psycopg.connect(pg_server.create_database("cursor_module"), autocommit=True) as conn:
+        yield PgCursor(conn.cursor())
+
+
+def test_statements_without_rows_iterate_as_empty(cur: PgCursor) -> None:
+    cur.execute("CREATE TEMP TABLE t (a bigint, b text); CREATE TEMP TABLE u (a bigint)")
+    assert list(cur.execute("INSERT INTO t VALUES (?, ?)", (1, "x"))) == []
+    assert cur.execute("INSERT INTO u VALUES (?)", (2,)).fetchall() == []
+    assert cur.execute("SELECT a, b FROM t WHERE b LIKE 'x%' AND a = ?", (1,)).fetchall() == [(1, "x")]
+    cur.executemany("INSERT INTO u VALUES (?)", [(3,), (4,)])
+    assert [r for r in cur.execute("SELECT a FROM u ORDER BY a")] == [(2,), (3,), (4,)]
+
+
+literal_text = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]))
+
+
+@given(literal=literal_text, value=literal_text)
+def test_text_round_trips_byte_for_byte_in_literals_and_parameters(
+    cur: PgCursor, literal: str, value: str
+) -> None:
+    quoted = "'" + literal.replace("'", "''") + "'"
+    ((got_literal, got_value, octets),) = cur.execute(
+        f"SELECT {quoted}, ?::text, octet_length(?::text)", (value, value)
+    ).fetchall()
+    assert got_literal == literal
+    assert got_value.encode() == value.encode()
+    assert octets == len(value.encode())
