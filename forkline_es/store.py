@@ -32,7 +32,7 @@ from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.connection import Durability
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
-from forkline_es.log.opening import is_dsn, open_backend
+from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
@@ -384,12 +384,13 @@ class Store:
         the file (a temporary folder for ":memory:")."""
         if self._artifacts is not None:
             return ArtifactFiles(Path(self._artifacts))
-        if is_dsn(self.path):
+        beside = self.backend.artifacts_beside()
+        if beside is None:
             raise InvalidRequest(
-                "a PostgreSQL store keeps artifact files in a folder every host shares: "
-                "open it with fe.Store.open(dsn, artifacts='/shared/artifacts')"
+                f"{self.path} keeps no artifact files beside it; open it with "
+                "fe.Store.open(location, artifacts='/a/folder/every/host/shares')"
             )
-        return ArtifactFiles.for_database(self.path)
+        return ArtifactFiles.for_database(beside)
 
     def metrics(self, workflow: str, name: str) -> MetricSummary | None:
         """count, mean, min, max, p50, p95 of ``name`` over ``workflow``'s runs; None if never measured."""

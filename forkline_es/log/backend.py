@@ -198,6 +198,12 @@ class Backend(Protocol):
         """Give the space freed by eviction back (gc), in short steps appends can pass."""
         ...
 
+    def artifacts_beside(self) -> str | None:
+        """The database path artifact files are kept beside (``<path>.artifacts/``) when the
+        store is opened without a folder for them; None where there is no such place (a
+        server, whose hosts share a folder named at open)."""
+        ...
+
     def sweep_leftovers(self, grace_seconds: float) -> tuple[int, int]:
         """Files of the backend's own that killed processes left (files, bytes removed)."""
         ...

@@ -399,6 +399,9 @@ class SqliteBackend:
             tuple(not_done),
         )
 
+    def artifacts_beside(self) -> str | None:
+        return self.location
+
     def sweep_leftovers(self, grace_seconds: float) -> tuple[int, int]:
         """Scratch copies of killed ``rebuild --check`` runs beside the file."""
         return sweep_check_copies(self.conn.filename, grace_seconds)  # the absolute path

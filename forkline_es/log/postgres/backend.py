@@ -276,6 +276,9 @@ class PostgresBackend:
         pages = int(size) // 8192
         return Reclaimed(8192, pages, pages, int(size), int(size), 0, True, ())
 
+    def artifacts_beside(self) -> str | None:
+        return None
+
     def sweep_leftovers(self, grace_seconds: float) -> tuple[int, int]:
         return 0, 0
 
