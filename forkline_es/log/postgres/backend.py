@@ -30,7 +30,7 @@ from forkline_es.log.postgres.schema import END_OF_LOG
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
 
-__all__ = ["POSTGRES", "PostgresBackend", "PostgresDialect", "is_dsn"]
+__all__ = ["POSTGRES", "PostgresBackend", "PostgresDialect"]
 
 T = TypeVar("T")
 
@@ -41,11 +41,6 @@ _INSERT_ROW: Final = (
 _INSERT_PAYLOAD: Final = "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, ?, ?)"
 #: Log-level tables a scratch copy takes (the projection tables are refolded there).
 _COPIED: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", "forkline_es_schema")
-
-
-def is_dsn(location: str) -> bool:
-    """Whether ``location`` names a PostgreSQL store rather than a SQLite file."""
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 class PostgresDialect:
@@ -93,7 +88,9 @@ class PostgresBackend:
     errors: tuple[type[BaseException], ...] = (psycopg.Error,)
 
     def __init__(self, dsn: str, *, read_only: bool = False, create: bool = True) -> None:
-        self.location = dsn
+        self._dsn = dsn
+        #: The DSN without its password, for messages.
+        self.location = pgc._shown_dsn(dsn)
         self.read_only = read_only
         self.conn = pgc.connect(dsn)
         self._cur = PgCursor(self.conn.cursor())
@@ -310,7 +307,7 @@ class PostgresBackend:
             raise
         try:
             # the live schema second: its functions (log_horizon) resolve, its tables never do
-            copy = PostgresBackend(_with_search_path(self.location, f"{name},{live}"), create=False)
+            copy = PostgresBackend(_with_search_path(self._dsn, f"{name},{live}"), create=False)
             try:
                 yield copy
             finally:
