@@ -34,6 +34,7 @@ from forkline_es.log.connection import Durability, checkpoint_frames, open_conne
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import ActionInvoked, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.log.sqlite import SqliteBackend
 
 __all__ = ["main", "run"]
 
@@ -120,7 +121,7 @@ def raw_batch(workdir: Path, rows: list[NewRow]) -> Trial:
 
 def log_single(workdir: Path, rows: list[NewRow], durability: Durability = "normal") -> Trial:
     conn = open_connection(_fresh(workdir, "log"), durability)
-    log = EventLog(conn)
+    log = EventLog(SqliteBackend(conn))
     batches = [[r] for r in rows]
     with Timer() as t:
         for b in batches:
@@ -131,7 +132,7 @@ def log_single(workdir: Path, rows: list[NewRow], durability: Durability = "norm
 
 def log_batch(workdir: Path, rows: list[NewRow]) -> Trial:
     conn = open_connection(_fresh(workdir, "log"), "normal")
-    log = EventLog(conn)
+    log = EventLog(SqliteBackend(conn))
     with Timer() as t:
         log.append(rows)
     conn.close()

@@ -36,6 +36,7 @@ BOUND: Final = 64 * 1024 * 1024
 _CAP: Final = 2 * 1024 * 1024 * 1024
 _MIB: Final = 1024 * 1024
 
+
 def _watch(path: Path, seconds: float, also: Callable[[float], None] | None = None) -> int:
     """The largest WAL size seen in ``seconds`` (stops early past the cap)."""
     peak = 0

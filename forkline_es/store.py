@@ -15,6 +15,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -27,9 +28,11 @@ from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
-from forkline_es.log.connection import Connection, Cursor, Durability, open_connection, open_read_only
+from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.connection import Durability
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
+from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
@@ -103,16 +106,18 @@ class Store:
 
     def __init__(
         self,
-        conn: Connection,
+        backend: Backend,
         path: str,
         redaction: RedactionPolicy | None = None,
-        reopen: Callable[[], Connection] | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.path = path
         #: The longest payload this handle records, in bytes of canonical JSON (see ``open``).
         self.max_payload_bytes = check_payload_limit(max_payload_bytes)
-        self.log = EventLog(conn, reopen)
+        #: The storage seam (``log.backend``): every statement of this store goes through it.
+        self.backend = backend
+        self.log = EventLog(backend)
+        self._artifacts: str | None = None
         self.projections = Projections(self.log, extra_projectors())
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
@@ -140,6 +145,7 @@ class Store:
         *,
         read_only: bool = False,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        artifacts: str | os.PathLike[str] | None = None,
     ) -> Store:
         """Open or create a store; refuses foreign or newer files with StoreError, untouched.
 
@@ -151,6 +157,10 @@ class Store:
 
         ``read_only``: open an existing store and write nothing, on a read-only file, folder
         or mount too; every write call raises StoreError (docs/records.md, "Reading a copy").
+
+        ``path`` may be a PostgreSQL DSN (``postgresql://user@host/db``, the ``postgres``
+        extra): the same store on a server that executors on many hosts share; its artifact
+        files then go to ``artifacts``, a folder every host mounts (docs/postgres.md).
         """
         path = _checked_path(path)
         if type(read_only) is not bool:
@@ -161,7 +171,7 @@ class Store:
         if redaction is not None:
             checked_policy(redaction, "redaction")  # before the file is created
         try:
-            conn = open_read_only(path) if read_only else open_connection(path, durability)
+            backend = open_backend(path, durability, read_only=read_only)
         except StoreError as e:
             # compat builds on the store, so it is imported here, where a refusal needs it
             from forkline_es.compat.views import import_hint, written_by_forkline
@@ -169,12 +179,12 @@ class Store:
             if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
-        reopen = (lambda: open_read_only(path)) if read_only else (lambda: open_connection(path, durability))
-        store = cls(conn, os.fspath(path), redaction, reopen=reopen, max_payload_bytes=max_payload_bytes)
+        store = cls(backend, backend.location, redaction, max_payload_bytes=max_payload_bytes)
+        store._artifacts = None if artifacts is None else os.fspath(artifacts)
         try:
             store.projections.ensure()
         except BaseException:
-            store.log.close()
+            backend.close()
             raise
         return store
 
@@ -184,12 +194,13 @@ class Store:
         return self.log.read_only
 
     @property
-    def conn(self) -> Connection:
-        """The store's apsw connection (replaced if another SQLite deleted its WAL: ``log.wal``)."""
-        return self.log.connection()
+    def conn(self) -> Any:
+        """The driver's connection, for tests and tools (on SQLite replaced if another SQLite
+        deleted its WAL: ``log.wal``); the packages above the seam never use it."""
+        return self.backend.connection()
 
     def close(self) -> None:
-        self.log.close()
+        self.backend.close()
 
     def __enter__(self) -> Store:
         return self
@@ -369,14 +380,24 @@ class Store:
 
     @functools.cached_property
     def artifact_files(self) -> ArtifactFiles:
-        """Artifact content: ``<db>.artifacts/`` beside the file (a temporary folder for ":memory:")."""
-        return ArtifactFiles.for_database(self.path)
+        """Artifact content: ``artifacts`` given to ``open``, else ``<db>.artifacts/`` beside
+        the file (a temporary folder for ":memory:")."""
+        if self._artifacts is not None:
+            return ArtifactFiles(Path(self._artifacts))
+        beside = self.backend.artifacts_beside()
+        if beside is None:
+            raise InvalidRequest(
+                f"{self.path} keeps no artifact files beside it; open it with "
+                "fe.Store.open(location, artifacts='/a/folder/every/host/shares')"
+            )
+        return ArtifactFiles.for_database(beside)
 
     def metrics(self, workflow: str, name: str) -> MetricSummary | None:
         """count, mean, min, max, p50, p95 of ``name`` over ``workflow``'s runs; None if never measured."""
         check_text(workflow, "workflow")
         check_text(name, "a metric name")
-        return artifact_sql.metric_summary(self.conn.cursor(), workflow, name)
+        with self.log.snapshot() as cur:
+            return artifact_sql.metric_summary(cur, workflow, name)
 
     def verify_run(
         self, run_id: str, anchors: Mapping[str, Any] | None = None, *, projections: bool = True
@@ -402,7 +423,7 @@ class Store:
         "digest": "sha256:..."}}``. Kept outside the file, they let ``verify`` see a run
         rewritten at or before them (docs/verify.md)."""
         with self.log.snapshot() as cur:
-            return read_anchors(cur)
+            return read_anchors(cur, self.log.dialect)
 
     # -- retention (forkline_es.retention; docs/retention.md) --------------------------------
 
@@ -476,4 +497,4 @@ class Store:
         """Rebuild into a scratch copy and list each difference with the live projections."""
         from forkline_es.projections.check import check_projections
 
-        return check_projections(self.conn, progress)
+        return check_projections(self.backend, progress)

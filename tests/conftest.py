@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import forkline_es as fe
+from forkline_es.testing.backends import BACKENDS, BackendOpener
 from forkline_es.testing.postgres import PostgresServer
 
 settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -72,6 +73,36 @@ def damaged_db(tmp_path: Path) -> Path:
         f.seek(size // 2)
         f.write(bytes(rng.randrange(256) for _ in range(4096)))
     return db
+
+
+# -- backends: every suite that takes ``open_backend`` runs once per backend --------------
+
+
+def _location(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
+    """A fresh store's location: a file for SQLite, a database of its own on PostgreSQL."""
+    return str(request.getfixturevalue("pg_dsn")) if kind == "postgresql" else str(tmp_path / "runs.db")
+
+
+@pytest.fixture(params=BACKENDS)
+def open_backend_handle(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendOpener]:
+    """``open_backend_handle()`` gives a new handle (its own connection) on one fresh store."""
+    opener = BackendOpener(request.param, _location(request, request.param, tmp_path))
+    try:
+        yield opener
+    finally:
+        opener.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[fe.Store]:
+    """A store on a fresh location of each backend: a suite's conftest makes it its ``store``
+    to run on every backend (tests/records, tests/recording)."""
+    if request.param == "sqlite":
+        with fe.Store.open(tmp_path / "runs.db") as s:
+            yield s
+        return
+    with fe.Store.open(_location(request, request.param, tmp_path), artifacts=tmp_path / "artifacts") as s:
+        yield s
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from typing import Any, Final, cast
 import msgspec
 
 from forkline_es.errors import InvalidRequest, shown
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor, Dialect
 from forkline_es.values import is_digest, is_text
 
 __all__ = ["Anchor", "checked_anchors", "parse_anchors", "read_anchors"]
@@ -23,21 +23,17 @@ __all__ = ["Anchor", "checked_anchors", "parse_anchors", "read_anchors"]
 #: One run's anchor: the seq of its last row when the anchors were taken, and that row's digest.
 Anchor = tuple[int, str]
 
-# The last row of each run: the (run_id, seq) key gives max(seq) per run with one seek,
-# and SQLite takes the bare column digest from that row.
-_LAST_ROWS: Final = "SELECT run_id, max(seq), digest FROM log GROUP BY run_id ORDER BY run_id"
-
 _SHAPE: Final = (
     'a JSON object of run id -> {"seq": int >= 1, "digest": "sha256:<64 hex>"}, '
     "as `forkline-es anchors` prints and store.anchors() returns"
 )
 
 
-def read_anchors(cur: Cursor) -> dict[str, dict[str, int | str]]:
+def read_anchors(cur: Cursor, dialect: Dialect) -> dict[str, dict[str, int | str]]:
     """``{run_id: {"seq": int, "digest": str}}`` of every run with rows, in ``cur``'s snapshot."""
     return {
         str(run_id): {"seq": int(seq), "digest": str(digest)}
-        for run_id, seq, digest in cur.execute(_LAST_ROWS)
+        for run_id, seq, digest in cur.execute(dialect.last_rows)
     }
 
 

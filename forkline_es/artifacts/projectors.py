@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from forkline_es.artifacts import sql
 from forkline_es.artifacts.observations import fold_observation
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, Observed
 from forkline_es.log.rows import LogRow
 

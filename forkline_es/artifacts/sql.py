@@ -11,7 +11,7 @@ from typing import Any, Final
 import msgspec
 
 from forkline_es.artifacts.observations import MetricSummary, ObservationRow, aggregate
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor
 from forkline_es.log.events import ArtifactAdded, ManifestRecorded
 from forkline_es.log.rows import LogRow
 
@@ -74,17 +74,21 @@ _list: Final = msgspec.json.Decoder(list[str])
 
 def insert_artifact(cur: Cursor, row: LogRow, e: ArtifactAdded) -> None:
     cur.execute(
-        "INSERT OR REPLACE INTO artifact "
-        "(run_id, name, seq, path, sha256, size_bytes, kind, content_type, step) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO artifact (run_id, name, seq, path, sha256, size_bytes, kind, content_type, step) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET "
+        "seq = excluded.seq, path = excluded.path, sha256 = excluded.sha256, "
+        "size_bytes = excluded.size_bytes, kind = excluded.kind, "
+        "content_type = excluded.content_type, step = excluded.step",
         (row.run_id, e.name, row.seq, e.path, e.sha256, e.size_bytes, e.kind, e.content_type, e.step),
     )
 
 
 def save_manifest(cur: Cursor, row: LogRow, e: ManifestRecorded) -> None:
     cur.execute(
-        "INSERT OR REPLACE INTO manifest (run_id, seq, digest, complete, unknown_fields, path) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO manifest (run_id, seq, digest, complete, unknown_fields, path) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, "
+        "digest = excluded.digest, complete = excluded.complete, "
+        "unknown_fields = excluded.unknown_fields, path = excluded.path",
         (
             row.run_id,
             row.seq,
@@ -98,8 +102,10 @@ def save_manifest(cur: Cursor, row: LogRow, e: ManifestRecorded) -> None:
 
 def insert_observation(cur: Cursor, o: ObservationRow) -> None:
     cur.execute(
-        "INSERT OR REPLACE INTO observation (position, run_id, seq, name, value, unit, step) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO observation (position, run_id, seq, name, value, unit, step) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (position) DO UPDATE SET run_id = excluded.run_id, "
+        "seq = excluded.seq, name = excluded.name, value = excluded.value, unit = excluded.unit, "
+        "step = excluded.step",
         (o.position, o.run_id, o.seq, o.name, o.value, o.unit, o.step),
     )
 

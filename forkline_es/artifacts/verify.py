@@ -34,10 +34,9 @@ from forkline_es.artifacts.anchors import Anchor, checked_anchors
 from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
 from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, PayloadsRemoved
 from forkline_es.log.rows import LogRow, row_digest
-from forkline_es.log.triggers import trigger_differences
 from forkline_es.projections.check import RunRefolder
 from forkline_es.recording.state import check_text
 from forkline_es.values import canonical_json, sha256_digest
@@ -462,7 +461,7 @@ def _verify_run(
     to_check: list[tuple[int, ArtifactAdded | ManifestRecorded]] = []
     with store.log.snapshot() as cur:
         if with_store:
-            problems.extend(store_problems(cur))
+            problems.extend(store_problems(store.backend, cur))
         values = store.log.run_payloads(run_id, cur)
         payloads = _by_position(values)
         rows: list[LogRow] = []
@@ -509,10 +508,10 @@ def _verify_run(
     return report
 
 
-def store_problems(cur: Cursor) -> list[Problem]:
+def store_problems(backend: Backend, cur: Cursor) -> list[Problem]:
     """The store's own problems, in ``cur``'s snapshot: a trigger of the log gone, altered or added."""
     found: list[Problem] = []
-    for t in trigger_differences(cur):
+    for t in backend.trigger_differences(cur):
         if t.state == "missing":
             found.append(
                 Problem(
@@ -630,7 +629,7 @@ def verify_all(
     """
     checked = checked_anchors(anchors) if anchors is not None else {}
     with store.log.snapshot() as cur:
-        own = store_problems(cur)
+        own = store_problems(store.backend, cur)
         in_log = [r for (r,) in cur.execute("SELECT DISTINCT run_id FROM log ORDER BY run_id")]
         listed = {
             r

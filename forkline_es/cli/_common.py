@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
-import apsw
 import click
 import msgspec
 
 from forkline_es.errors import RecordError, StoreDamaged, StoreError
-from forkline_es.log.eventlog import translate
+from forkline_es.log.opening import DRIVER_ERRORS, translate_driver_error
 from forkline_es.store import Store
 
 __all__ = [
@@ -86,8 +85,8 @@ def refusals(damaged: int = EXIT_REFUSED) -> Iterator[None]:
         fail(str(e), damaged)
     except StoreError as e:
         fail(str(e))
-    except apsw.Error as e:  # met outside the log's own transactions, which translate theirs
-        error = translate(e, "read")
+    except DRIVER_ERRORS as e:  # met outside the log's own transactions, which translate theirs
+        error = translate_driver_error(e, "read")
         fail(str(error), damaged if isinstance(error, StoreDamaged) else EXIT_REFUSED)
 
 

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import apsw
-
 from forkline_es._logging import get_logger
 from forkline_es.compat.recorder import STATUSES, logged_event
 from forkline_es.compat.steps import (
@@ -46,6 +44,7 @@ from forkline_es.compat.steps import (
 from forkline_es.compat.views import EVENT_COLUMNS, RUN_COLUMNS, has_forkline_tables
 from forkline_es.errors import Conflict, InvalidRequest, RecordError
 from forkline_es.log.events import RunStarted
+from forkline_es.log.foreign import ForeignFile, ForeignFileError, open_foreign
 from forkline_es.recording.payloads import encode_slots
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.store import Store
@@ -117,15 +116,15 @@ def _payload(text: object) -> Any:
         raise ValueError("payload is JSON nested too deeply to read") from None
 
 
-def _open_source(path: str) -> tuple[apsw.Connection, bool]:
+def _open_source(path: str) -> tuple[ForeignFile, bool]:
     """The source, read-only, and whether it is a step store (``forkline.db``) rather than a
     ``runs.db``."""
     if not os.path.isfile(path):
         raise InvalidRequest(f"no Forkline database at {path}")
     try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        conn = open_foreign(path)
         recorder, steps = has_forkline_tables(conn), has_step_store_tables(conn)
-    except apsw.Error as e:
+    except ForeignFileError as e:
         raise InvalidRequest(f"{path} is not a readable SQLite database: {e}") from None
     if not (recorder or steps):
         conn.close()
@@ -162,8 +161,8 @@ def _run(row: tuple[Any, ...]) -> _SourceRun:
     )
 
 
-def _rows(conn: apsw.Connection, table: str, columns: tuple[str, ...], order: str) -> Iterator[Any]:
-    yield from conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
+def _rows(conn: ForeignFile, table: str, columns: tuple[str, ...], order: str) -> Iterator[Any]:
+    yield from conn.rows(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
 
 
 def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str]]) -> str | None:
@@ -172,9 +171,11 @@ def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str
     A concluded copy is final: the source must end it the same way (its events are checked
     against ``closed`` by the caller). An open copy simply receives what it lacks.
     """
-    ends = store.conn.execute(
-        "SELECT key, body FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run.run_id,)
-    ).fetchall()
+    with store.log.snapshot() as cur:
+        ends = cur.execute(
+            "SELECT key, body FROM log WHERE run_id = ? AND kind = 'run-concluded'", (run.run_id,)
+        ).fetchall()
+        keys = [k for (k,) in cur.execute("SELECT key FROM log WHERE run_id = ?", (run.run_id,))]
     if not ends:
         return None
     key, text = ends[0]
@@ -185,14 +186,11 @@ def _closed_differently(store: Store, run: _SourceRun, closed: dict[str, set[str
         return f"run {run.run_id}: imported as {body['status']}, the source now has no status"
     if (body["status"], body.get("code")) != STATUSES[run.status]:
         return f"run {run.run_id}: imported as {body['status']}, the source now says {run.status!r}"
-    keys = store.conn.execute("SELECT key FROM log WHERE run_id = ?", (run.run_id,))
-    closed[run.run_id] = {k for (k,) in keys}
+    closed[run.run_id] = set(keys)
     return None
 
 
-def _problems(
-    conn: apsw.Connection, store: Store, policy: RedactionPolicy
-) -> tuple[list[str], list[str], int]:
+def _problems(conn: ForeignFile, store: Store, policy: RedactionPolicy) -> tuple[list[str], list[str], int]:
     """What makes the source unimportable, the run ids the store holds for other runs, and
     how many runs an earlier (interrupted) import of this source started."""
     invalid: list[str] = []
@@ -210,9 +208,8 @@ def _problems(
         if store.log.eviction(run.run_id) is not None:
             taken.append(f"run {run.run_id}: the store evicted a run of that id; identities are never reused")
             continue
-        first = store.conn.execute(
-            "SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,)
-        ).fetchall()
+        with store.log.snapshot() as cur:
+            first = cur.execute("SELECT key FROM log WHERE run_id = ? AND seq = 1", (run.run_id,)).fetchall()
         if not first:
             continue  # a new run
         if first[0][0] != START_KEY:
@@ -284,7 +281,7 @@ class _Action:
 
 
 def _step_run_problems(
-    conn: apsw.Connection, store: Store, policy: RedactionPolicy
+    conn: ForeignFile, store: Store, policy: RedactionPolicy
 ) -> tuple[list[str], list[str], int, dict[str, str], dict[str, list[_Action]]]:
     """The step store's problems, taken ids, resumed runs, each run's start time and its
     actions in the order to record them. Checks everything a write could refuse."""
@@ -293,7 +290,7 @@ def _step_run_problems(
     resumed = 0
     started: dict[str, str] = {}
     closed: dict[str, set[str]] = {}  # imported runs the store has concluded since: their keys
-    for rid, created_at in conn.execute("SELECT run_id, created_at FROM runs ORDER BY run_id"):
+    for rid, created_at in conn.rows("SELECT run_id, created_at FROM runs ORDER BY run_id"):
         if not isinstance(rid, str) or not rid or not is_text(rid) or "\x00" in rid:
             invalid.append(f"run id {rid!r} is not nonempty Unicode text without NUL")
             continue
@@ -305,21 +302,21 @@ def _step_run_problems(
         if store.log.eviction(rid) is not None:
             taken.append(f"run {rid}: the store evicted a run of that id; identities are never reused")
             continue
-        first = store.conn.execute(
-            "SELECT key, body FROM log WHERE run_id = ? AND seq = 1", (rid,)
-        ).fetchall()
+        with store.log.snapshot() as cur:
+            first = cur.execute("SELECT key, body FROM log WHERE run_id = ? AND seq = 1", (rid,)).fetchall()
         if first:
             key, body = first[0]
             if key != START_KEY or json.loads(body).get("workflow") != STEP_STORE_WORKFLOW:
                 taken.append(f"run {rid}: the store already holds another run with that id")
                 continue
             resumed += 1
-            rows = store.conn.execute("SELECT key, kind FROM log WHERE run_id = ?", (rid,)).fetchall()
+            with store.log.snapshot() as cur:
+                rows = cur.execute("SELECT key, kind FROM log WHERE run_id = ?", (rid,)).fetchall()
             if any(kind == "run-concluded" for _, kind in rows):
                 closed[rid] = {k for k, _ in rows}
     begins: dict[tuple[str, int], _Action] = {}
     actions: dict[str, list[_Action]] = {rid: [] for rid in started}
-    for row in conn.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY step_id"):
+    for row in conn.rows(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY step_id"):
         step_id, rid, idx, name, started_at, ended_at = row
         where = f"step {step_id} (run {rid})"
         if rid not in started:
@@ -346,7 +343,7 @@ def _step_run_problems(
         if end is not None:
             actions[rid].append(_Action(max(_moment(end), begin.when), 2, step_id, end, "end", idx, row))
     last: dict[tuple[str, int], datetime] = {}
-    for row in conn.execute(f"SELECT {', '.join(STEP_EVENT_COLUMNS)} FROM events ORDER BY event_id"):
+    for row in conn.rows(f"SELECT {', '.join(STEP_EVENT_COLUMNS)} FROM events ORDER BY event_id"):
         event_id, rid, step_idx, kind, text, created_at = row
         where = f"event {event_id} (run {rid})"
         begun = begins.get((rid, step_idx))
@@ -418,7 +415,7 @@ def _record_step_run(
     return events
 
 
-def _import_steps(conn: apsw.Connection, path: str, store: Store, policy: RedactionPolicy) -> ImportReport:
+def _import_steps(conn: ForeignFile, path: str, store: Store, policy: RedactionPolicy) -> ImportReport:
     invalid, taken, resumed, started, actions = _step_run_problems(conn, store, policy)
     _refuse(path, invalid, taken)
     events = 0

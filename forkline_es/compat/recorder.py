@@ -161,7 +161,7 @@ class RunRecorder:
         run, seq = self._append(run_id, lambda r: r._append_event(event, key, payloads))
         if run.last_position is not None:
             return run.last_position
-        rows = self.store.conn.execute(_POSITION, (run.id, seq)).fetchall()  # a repeated call
+        rows = self.store.backend.cursor().execute(_POSITION, (run.id, seq)).fetchall()  # a repeated call
         return int(rows[0][0])
 
     def end_run(self, run_id: str, status: str = "success") -> None:
@@ -226,8 +226,7 @@ class RunRecorder:
         """The run's row of the ``runs`` view as a dict, or None when there is no such run."""
         if not is_text(run_id):
             return None  # no run can have that identifier (Forkline too answers None)
-        cur = self.store.conn.cursor()
-        rows = cur.execute(_SELECT_RUN, (run_id,)).fetchall()
+        rows = self.store.backend.cursor().execute(_SELECT_RUN, (run_id,)).fetchall()
         return dict(zip(RUN_COLUMNS, rows[0], strict=True)) if rows else None
 
     def get_events(self, run_id: str) -> list[dict[str, Any]]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import apsw
-
 from forkline_es.errors import InvalidRequest, shown
+from forkline_es.log.foreign import ForeignFile
 
 __all__ = [
     "STEP_COLUMNS",
@@ -43,13 +42,7 @@ def step_arguments(name: str) -> dict[str, Any]:
     return {"name": name}
 
 
-def has_step_store_tables(conn: apsw.Connection) -> bool:
+def has_step_store_tables(file: ForeignFile) -> bool:
     """Whether a database holds Forkline's step-store tables (``SQLiteStore``'s schema)."""
     wanted = {"runs": _RUN_COLUMNS, "steps": STEP_COLUMNS, "events": STEP_EVENT_COLUMNS}
-    for table, columns in wanted.items():
-        kind = conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (table,)).fetchall()
-        if kind != [("table",)]:
-            return False
-        if not set(columns) <= {c[1] for c in conn.execute(f"PRAGMA table_info({table})")}:
-            return False
-    return True
+    return all(set(columns) <= (file.columns(table) or set()) for table, columns in wanted.items())

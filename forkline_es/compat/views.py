@@ -22,14 +22,11 @@ version replaces the views in databases made by older code.
 
 from __future__ import annotations
 
-import os
-import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
-import apsw
-
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor
 from forkline_es.log.events import EventBody
+from forkline_es.log.foreign import ForeignFile, ForeignFileError, open_foreign
 from forkline_es.log.rows import LogRow
 from forkline_es.log.schema import payload_ids
 
@@ -68,15 +65,11 @@ EVENT_COLUMNS: Final = ("event_id", "run_id", "ts", "type", "payload")
 _SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE run_id = ? ORDER BY event_id"
 
 
-def has_forkline_tables(conn: apsw.Connection) -> bool:
+def has_forkline_tables(file: ForeignFile) -> bool:
     """Whether a database holds Forkline's own ``runs`` and ``events`` tables (Recording v0's
     columns at least; Forkline 0.5.0 adds ``runs.forkline_version``), i.e. Forkline wrote it."""
-    found: dict[str, set[str]] = {}
-    for table in ("runs", "events"):
-        kind = conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (table,)).fetchall()
-        if kind == [("table",)]:
-            found[table] = {c[1] for c in conn.execute(f"PRAGMA table_info({table})")}
-    return set(RUN_COLUMNS) <= found.get("runs", set()) and set(EVENT_COLUMNS) <= found.get("events", set())
+    runs, events = file.columns("runs") or set(), file.columns("events") or set()
+    return set(RUN_COLUMNS) <= runs and set(EVENT_COLUMNS) <= events
 
 
 def written_by_forkline(path: str) -> bool:
@@ -86,17 +79,16 @@ def written_by_forkline(path: str) -> bool:
     -shm files beside it that it cannot remove, and the refused file must stay untouched.
     (Forkline writes with a rollback journal; its tables are in the file itself.)
     """
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
     try:
-        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    except apsw.Error:
+        file = open_foreign(path, immutable=True)
+    except ForeignFileError:
         return False
     try:
-        return has_forkline_tables(conn)
-    except apsw.Error:
+        return has_forkline_tables(file)
+    except ForeignFileError:
         return False
     finally:
-        conn.close()
+        file.close()
 
 
 def import_hint(path: str) -> str:

@@ -3,7 +3,7 @@
 Connection set-up is a short tuple of named steps applied to every connection, in the
 manner of apsw's bestpractice module. Schema upgrades step ``PRAGMA user_version``
 inside one transaction. apsw errors become forkline_es errors here and in
-``forkline_es.log.eventlog``, nowhere else.
+``forkline_es.log.sqlite``, nowhere else.
 """
 
 from __future__ import annotations
@@ -26,17 +26,16 @@ from forkline_es.log.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "Connection",
-    "Cursor",
     "Durability",
     "checkpoint_frames",
     "open_connection",
     "open_read_only",
 ]
 
-#: apsw handles as seen by the rest of the package. apsw's stubs type every column as a
-#: union of SQLite values; the schema, not the driver, says what a column holds.
+#: An apsw connection as the SQLite modules see it. apsw's stubs type every column as a
+#: union of SQLite values; the schema, not the driver, says what a column holds. Code above
+#: the seam sees ``log.backend.Cursor`` only.
 Connection: TypeAlias = Any
-Cursor: TypeAlias = Any
 
 Durability = Literal["normal", "full"]
 

@@ -248,7 +248,7 @@ END;
 # triggers unless the connection turned recursive_triggers on, which the sqlite3 shell
 # does not: refused here for any client, before the constraint would be resolved. A seq
 # clash is an append race as well; its message names the constraint as SQLite's own does,
-# so the writer gets a conflict (eventlog.translate) either way.
+# so the writer gets a conflict (sqlite.translate) either way.
 _V4: Final = """
 CREATE TRIGGER log_is_never_replaced BEFORE INSERT ON log
 WHEN EXISTS (SELECT 1 FROM log WHERE position = NEW.position)
@@ -267,7 +267,8 @@ BEGIN
 END;
 """
 
-#: What ``eventlog.translate`` finds in the message of ``log_refuses_evicted_runs``.
+#: What ``sqlite.translate`` (and ``postgres.connection.translate``) finds in the message
+#: of ``log_refuses_evicted_runs``.
 EVICTED_RUN_REFUSED: Final = "run-not-retained"
 
 # Version 5: a run whose eviction is recorded takes no more rows, whatever client writes.

@@ -17,24 +17,14 @@ from typing import Final
 
 import apsw
 
-from forkline_es.log.connection import Cursor, _migration_step
+from forkline_es.log.backend import Cursor, TriggerDifference
+from forkline_es.log.connection import _migration_step
 from forkline_es.log.schema import SCHEMA_VERSION
 
 __all__ = ["ExpectedSchema", "TriggerDifference", "expected_schema", "file_triggers", "trigger_differences"]
 
 _TRIGGERS: Final = "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger'"
 _TABLES: Final = "SELECT name FROM sqlite_schema WHERE type = 'table'"
-
-
-@dataclass(frozen=True, slots=True)
-class TriggerDifference:
-    """One trigger that is not as the schema makes it: ``state`` is missing, altered or unexpected."""
-
-    name: str
-    table: str
-    state: str
-    expected: str | None
-    actual: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,16 @@
 """Offline comparison: rebuild the projections into a scratch copy and diff them with the live ones.
 
-The live database is only read: apsw's backup API copies it in one step, i.e. in one read
-transaction, so the copy is one snapshot however many processes write meanwhile. Both
+The live database is only read: the backend's ``scratch_copy`` copies one snapshot of it
+(on SQLite the backup API in one step), however many processes write meanwhile. Both
 sides come from that copy: its projection rows are read first (the live side), then it is
 refolded from its log and every projection table, plus the projector positions, is
 compared row by row by primary key. An empty list means the projections were exactly what
 the log gives, at that snapshot; a write committed later is in neither side. The copy
-lives beside the database (``projections.scratch``), where gc finds it if a check is killed.
+lives beside the database (``log.scratch``), where gc finds it if a check is killed.
 
-``run_differences`` does the same for one run, in memory: a run's projections
-depend on its own events only, so its log rows alone must fold into its live rows.
+``run_differences`` does the same for one run, in a scratch in-memory SQLite store
+whatever the live backend: a run's projections depend on its own events only, so its log
+rows alone must fold into its live rows.
 ``verify`` uses it to see a history that is consistent in itself but not with what was
 folded when it was written (a deleted tail, a run rewritten to its end).
 """
@@ -20,16 +21,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import apsw
 from msgspec.structs import astuple
 
-from forkline_es.log.connection import Connection, Cursor, open_connection
+from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
+from forkline_es.log.sqlite import scratch_in_memory
 from forkline_es.projections.registry import extra_projectors
 from forkline_es.projections.runner import Projections
-from forkline_es.projections.scratch import new_check_copy, remove_check_copy
 from forkline_es.projections.sql import DDL
 
 __all__ = [
@@ -37,8 +37,6 @@ __all__ = [
     "check_projections",
     "compare_rows",
     "compare_tables",
-    "copy_database",
-    "rebuilt_differences",
     "run_differences",
     "table_rows",
 ]
@@ -46,11 +44,10 @@ __all__ = [
 Progress = Callable[[int, int], None]
 
 
-def _layout(conn: Connection, table: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def _layout(backend: Backend, cur: Cursor, table: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """``table``'s columns, and the indexes of its primary key's (all columns when it has none)."""
-    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
-    columns = tuple(c[1] for c in info)
-    key = tuple(columns.index(c[1]) for c in sorted(info, key=lambda c: c[5]) if c[5] > 0)
+    columns = backend.columns(cur, table)
+    key = tuple(columns.index(c) for c in backend.primary_key(cur, table))
     return columns, key or tuple(range(len(columns)))
 
 
@@ -58,27 +55,30 @@ def _layout(conn: Connection, table: str) -> tuple[tuple[str, ...], tuple[int, .
 Rows = dict[tuple[Any, ...], tuple[Any, ...]]
 
 
-def table_rows(conn: Connection, table: str) -> Rows:
+def table_rows(backend: Backend, cur: Cursor, table: str) -> Rows:
     """Every row of ``table`` keyed by its primary key (all columns when it has none)."""
-    columns, key = _layout(conn, table)
+    columns, key = _layout(backend, cur, table)
     if not columns:
         return {}
     return {
         tuple(row[i] for i in key): tuple(row)
-        for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table}")
+        for row in cur.execute(f"SELECT {', '.join(columns)} FROM {table}")
     }
 
 
-def compare_tables(live: Connection, rebuilt: Connection, tables: Iterable[str]) -> list[str]:
-    """One line per differing row of each table, live versus rebuilt."""
-    return compare_rows(((table, table_rows(live, table)) for table in tables), rebuilt)
+def compare_tables(live: Backend, rebuilt: Backend, tables: Iterable[str]) -> list[str]:
+    """One line per differing row of each table, live versus rebuilt (each read in one snapshot)."""
+    with live.snapshot() as cur:
+        rows = [(table, table_rows(live, cur, table)) for table in tables]
+    return compare_rows(rows, rebuilt)
 
 
-def compare_rows(live: Iterable[tuple[str, Rows]], rebuilt: Connection) -> list[str]:
+def compare_rows(live: Iterable[tuple[str, Rows]], rebuilt: Backend) -> list[str]:
     """One line per differing row of each (table, rows read earlier), versus ``rebuilt``."""
     out: list[str] = []
-    for table, rows in live:
-        out.extend(_differences(table, rows, table_rows(rebuilt, table), "the rebuild"))
+    with rebuilt.snapshot() as cur:
+        for table, rows in live:
+            out.extend(_differences(table, rows, table_rows(rebuilt, cur, table), "the rebuild"))
     return out
 
 
@@ -120,53 +120,15 @@ def _keyed(values: Iterable[tuple[int, str, str]]) -> Iterator[tuple[int, int, s
         yield position * SLOTS_PER_EVENT + k, position, slot, value
 
 
-def copy_database(source: Connection, target: str) -> Connection:
-    """A copy of ``source`` at ``target`` (a path or ":memory:"), via the backup API.
-
-    One step copies every page in one read transaction of ``source``: the copy is one
-    snapshot (a backup in several steps restarts whenever another connection writes, and
-    may never finish while one keeps writing).
-    """
-    copy = apsw.Connection(target)
-    try:
-        with copy.backup("main", source, "main") as backup:
-            backup.step(-1)
-    except BaseException:
-        copy.close()
-        raise
-    return copy
-
-
-def rebuilt_differences(
-    conn: Connection,
-    tables: Iterable[str],
-    rebuild: Callable[[Connection, Progress | None], Any],
-    progress: Progress | None = None,
-    scratch: str = ":memory:",
-) -> list[str]:
-    """Copy ``conn`` to ``scratch`` (one snapshot), read its ``tables``, ``rebuild(copy,
-    progress)`` there, and diff the tables as they were with what the rebuild made."""
-    tables = tuple(tables)
-    try:
-        copy = copy_database(conn, scratch)
-        try:
-            live = [(table, table_rows(copy, table)) for table in tables]  # before the rebuild
-            rebuild(copy, progress)
-            return compare_rows(live, copy)
-        finally:
-            copy.close()
-    finally:
-        remove_check_copy(scratch)
-
-
-def _rebuild(copy: Connection, progress: Progress | None) -> None:
-    Projections(EventLog(copy), extra_projectors()).rebuild(progress)
-
-
-def check_projections(conn: Connection, progress: Progress | None = None) -> list[str]:
-    """Every difference between the live projections of ``conn`` and a rebuild from its log."""
-    tables = (*Projections(EventLog(conn), extra_projectors()).tables, "projector")
-    return rebuilt_differences(conn, tables, _rebuild, progress, new_check_copy(conn.filename))
+def check_projections(backend: Backend, progress: Progress | None = None) -> list[str]:
+    """Every difference between the live projections of ``backend`` and a rebuild from its log,
+    both taken from one scratch copy of one snapshot."""
+    with backend.scratch_copy() as copy:
+        projections = Projections(EventLog(copy), extra_projectors())
+        with copy.snapshot() as cur:  # before the rebuild
+            live = [(table, table_rows(copy, cur, table)) for table in (*projections.tables, "projector")]
+        projections.rebuild(progress)
+        return compare_rows(live, copy)
 
 
 _LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))
@@ -183,8 +145,8 @@ class _RunTable:
     key: tuple[int, ...]
 
     @classmethod
-    def of(cls, conn: Connection, name: str) -> _RunTable | None:
-        columns, key = _layout(conn, name)
+    def of(cls, backend: Backend, cur: Cursor, name: str) -> _RunTable | None:
+        columns, key = _layout(backend, cur, name)
         if "run_id" in columns:
             sql = f"SELECT * FROM {name} WHERE run_id = ?"
         elif "position" in columns:
@@ -205,16 +167,15 @@ class RunRefolder:
     """
 
     def __init__(self) -> None:
-        self.scratch = open_connection(":memory:")
-        triggers = self.scratch.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'").fetchall()
-        for (name,) in triggers:
-            self.scratch.execute(f"DROP TRIGGER {name}")
+        self.scratch = scratch_in_memory()
         self.projections = Projections(EventLog(self.scratch), extra_projectors())
-        self.scratch.execute(DDL)
-        for projector in self.projections.extra:
-            self.scratch.execute(projector.ddl)
-        found = (_RunTable.of(self.scratch, name) for name in self.projections.tables)
-        self.tables = [t for t in found if t is not None]
+        dialect = self.scratch.dialect
+        with self.scratch.transaction("prepare a refold") as cur:
+            cur.execute(dialect.ddl(DDL))
+            for projector in self.projections.extra:
+                cur.execute(dialect.ddl(projector.ddl))
+            found = (_RunTable.of(self.scratch, cur, name) for name in self.projections.tables)
+            self.tables = [t for t in found if t is not None]
 
     def differences(
         self, cur: Cursor, run_id: str, rows: Sequence[LogRow], values: Iterable[tuple[int, str, str]]
@@ -226,8 +187,7 @@ class RunRefolder:
         The rows are folded one by one as appends fold them (the property tests hold that
         equal to a rebuild), which spares a rebuild's dropping and creating of tables.
         """
-        with self.scratch:
-            scratch = self.scratch.cursor()
+        with self.scratch.transaction("refold a run") as scratch:
             for name in (*self.projections.tables, "payload", "log"):
                 scratch.execute(f"DELETE FROM {name}")
             scratch.executemany(f"INSERT INTO log ({LOG_COLUMNS}) VALUES ({_LOG_PARAMS})", map(astuple, rows))
@@ -253,9 +213,9 @@ class RunRefolder:
         self.close()
 
 
-def run_differences(cur: Cursor, run_id: str) -> list[str]:
-    """``RunRefolder.differences`` for one run read through ``cur``, in a scratch database of its own."""
-    log = EventLog(cur.connection)
+def run_differences(log: EventLog, cur: Cursor, run_id: str) -> list[str]:
+    """``RunRefolder.differences`` for one run read through ``cur`` (a snapshot of ``log``),
+    in a scratch database of its own."""
     rows, values = list(log.read_run(run_id, cur)), log.run_payloads(run_id, cur)
     with RunRefolder() as refolder:
         return refolder.differences(cur, run_id, rows, values)

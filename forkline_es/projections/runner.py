@@ -18,19 +18,15 @@ names, so it never sees pending writes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Final, Protocol, get_args
-
-import apsw
 
 from forkline_es._gc import gc_paused
 from forkline_es._logging import get_logger
 from forkline_es.errors import StoreError
-from forkline_es.log.connection import Cursor
-from forkline_es.log.eventlog import EventLog, translate
+from forkline_es.log.backend import Cursor
+from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import (
     ENTRY_KINDS,
     EventBody,
@@ -66,23 +62,6 @@ class Projector(Protocol):
     events: tuple[type[EventBody], ...]
 
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None: ...
-
-
-_CREATE: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
-_NAMED: Final = re.compile(
-    r"\b(CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+(?:TABLE|VIEW|INDEX))\s+(IF\s+(?:NOT\s+)?EXISTS\s+)?(\w+)\b",
-    re.IGNORECASE,
-)
-
-
-def _in_temp(ddl: str) -> str:
-    """A projection's DDL (tables, views, indexes and their drops) in the ``temp`` schema."""
-    ddl = _CREATE.sub(lambda m: f"CREATE TEMP {m[1]} ", ddl)
-    return _NAMED.sub(lambda m: f"{m[1]} {m[2] or ''}temp.{m[3]}", ddl)
-
-
-def _in_temp_schema(cur: Cursor, table: str) -> bool:
-    return bool(cur.execute("SELECT 1 FROM temp.sqlite_schema WHERE name = ?", (table,)).fetchall())
 
 
 #: The event types ``Projections.apply`` does more for than note the run's seq.
@@ -134,7 +113,7 @@ class Projections:
     def __init__(self, log: EventLog, extra: Iterable[Projector] = ()) -> None:
         self.log = log
         self.extra = tuple(extra)
-        self.persist = Persister()
+        self.persist = Persister(log.dialect)
         self._cache: dict[str, _RunCache] = {}
         self._pending: _WriteBehind | None = None  # set only while a rebuild folds
         self._folders: dict[type[EventBody], list[Projector]] = {}
@@ -172,20 +151,21 @@ class Projections:
         leave it NULL). Both decisions are re-taken inside the write transaction: another
         process may be appending (and folding) between our first look and our lock.
         """
-        if not self._outdated() and self._lagging() is None:
-            return
+        with self.log.snapshot() as cur:
+            if not self._outdated(cur) and self._lagging(cur) is None:
+                return
         if self.log.read_only:
             self._fold_privately()
             return
         with self.log.transaction("catch up projections") as cur:
-            if self._outdated():
+            if self._outdated(cur):
                 _log.info("projections_outdated", wanted=self.versions)
                 self._refold(cur)
                 return
-            folded = self._lagging()
+            folded = self._lagging(cur)
             if folded is None:
                 return
-            for row in self.log.read_from(folded):
+            for row in self.log.read_from(folded, upto=self.log.backend.horizon(cur), cur=cur):
                 self.apply(cur, row, row.event())
             self.persist.mark_live(cur)
             _log.info("projections_caught_up", after=folded)
@@ -198,31 +178,23 @@ class Projections:
         The records are then exactly what a rebuild would give, and the file is not written;
         they are as of this fold: appends another process makes later are not folded.
         """
-        cur = self.log.connection().cursor()
-        cur.execute("BEGIN")  # one snapshot of the log; writes go to the temp schema only
-        try:
+        backend = self.log.backend
+        with backend.private("fold projections") as cur:  # one snapshot; writes to temp tables only
             for ddl in (DDL, *(p.ddl for p in self.extra)):
-                cur.execute(_in_temp(ddl))
-            missing = [t for t in self.tables if not _in_temp_schema(cur, t)]
+                cur.execute(backend.dialect.temp_ddl(backend.dialect.ddl(ddl)))
+            missing = [t for t in self.tables if not backend.has_temp_table(cur, t)]
             if missing:
                 raise StoreError(f"cannot fold a read-only store's projections privately: {missing}")
             folded = self._fold_all(cur)
-            cur.execute("COMMIT")
-        except BaseException as e:
-            with suppress(apsw.Error):
-                cur.execute("ROLLBACK")
-            if isinstance(e, apsw.Error):
-                raise translate(e, "fold projections") from None
-            raise
         _log.warning("projections_folded_privately", events=folded, wanted=self.versions)
 
-    def _outdated(self) -> bool:
-        stored = dict(self.log.conn.execute("SELECT name, version FROM projector").fetchall())
+    def _outdated(self, cur: Cursor) -> bool:
+        stored = dict(cur.execute("SELECT name, version FROM projector").fetchall())
         return stored != self.versions
 
-    def _lagging(self) -> int | None:
+    def _lagging(self, cur: Cursor) -> int | None:
         """The lowest position a lagging projector has folded through; None when all are live."""
-        value = self.log.conn.execute("SELECT min(position) FROM projector").fetchall()[0][0]
+        value = cur.execute("SELECT min(position) FROM projector").fetchall()[0][0]
         return None if value is None else int(value)
 
     def folds(self, event: EventBody) -> bool:
@@ -328,11 +300,12 @@ class Projections:
         return folded
 
     def _refold(self, cur: Cursor, progress: Progress | None = None) -> int:
+        dialect = self.log.dialect
         for table in self.tables:
             cur.execute(f"DROP TABLE IF EXISTS {table}")
-        cur.execute(DDL)
+        cur.execute(dialect.ddl(DDL))
         for p in self.extra:
-            cur.execute(p.ddl)
+            cur.execute(dialect.ddl(p.ddl))
         cur.execute("DELETE FROM projector")
         for name, version in self.versions.items():
             cur.execute("INSERT INTO projector (name, version) VALUES (?, ?)", (name, version))  # live
@@ -341,11 +314,12 @@ class Projections:
     def _fold_all(self, cur: Cursor, progress: Progress | None = None) -> int:
         """Fold the whole log into the (empty) projection tables ``cur`` writes."""
         self._cache.clear()
-        total = self.log.end_position()  # evicted rows at the top were folded too
+        total = self.log.end_position(cur)  # evicted rows at the top were folded too
+        horizon = self.log.backend.horizon(cur)
         folded = 0
         self._pending = behind = _WriteBehind()
         try:
-            for row in self.log.read_from(0, _READ_BATCH):
+            for row in self.log.read_from(0, _READ_BATCH, upto=horizon, cur=cur):
                 self.apply(cur, row, row.event())
                 folded += 1
                 if progress is not None and folded % 10_000 == 0:

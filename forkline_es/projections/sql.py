@@ -6,12 +6,11 @@ hold canonical JSON fragments of the run record document (values resolved at rea
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
 import msgspec
 
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor, Dialect
 from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.projections.model import RunSummary, StepView
 from forkline_es.projections.render import step_fragment
@@ -23,8 +22,21 @@ EntryRow = tuple[int, str]
 
 _INSERT_ENTRY: Final = "INSERT INTO entry (position, doc) VALUES (?, ?)"
 _SAVE_STEP: Final = (
-    "INSERT OR REPLACE INTO step_view (run_id, path, generation, status, outcome, state, doc) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO step_view (run_id, path, generation, status, outcome, state, doc) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
+    "generation = excluded.generation, status = excluded.status, outcome = excluded.outcome, "
+    "state = excluded.state, doc = excluded.doc"
+)
+_SAVE_SUMMARY: Final = (
+    "INSERT INTO run_summary (run_id, workflow, status, started_at, ended_at, parent, generation, state) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+    "workflow = excluded.workflow, status = excluded.status, started_at = excluded.started_at, "
+    "ended_at = excluded.ended_at, parent = excluded.parent, generation = excluded.generation, "
+    "state = excluded.state"
+)
+_RECORD_REMOVAL: Final = (
+    "INSERT INTO payload_removal (position, slot, run_id, removed_by) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (position, slot) DO UPDATE SET run_id = excluded.run_id, removed_by = excluded.removed_by"
 )
 
 _ENTRY_LOG_COLUMNS: Final = ", ".join(f"l.{c}" for c in LOG_COLUMNS.split(", "))
@@ -92,7 +104,30 @@ def _step_row(run_id: str, v: StepView, doc: str | None) -> tuple[str, str, int,
 
 
 class Persister:
-    """Loads and saves projection state through one cursor (the append's transaction)."""
+    """Loads and saves projection state through one cursor (the append's transaction).
+
+    Its statements are written once for every backend; a list parameter and a member of a
+    JSON body are the ``dialect``'s.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        path = dialect.json_text("body", "path")
+        self._entry_paths = (
+            f"SELECT DISTINCT {path} FROM log WHERE run_id = ? "
+            f"AND entry IN (SELECT j.value FROM {dialect.each('j')}) AND {path} IS NOT NULL"
+        )
+        self._active_rows = (
+            f"SELECT {dialect.json_text('l.body', 'path')}, {_ENTRY_LOG_COLUMNS} "
+            "FROM log AS l JOIN entry AS e ON e.position = l.position "
+            "WHERE l.run_id = ? AND e.superseded_by IS NULL "
+            f"AND {dialect.json_text('l.body', 'path')} IN (SELECT j.value FROM {dialect.each('j', 'text')}) "
+            "ORDER BY l.seq"
+        )
+        self._supersede = (
+            "UPDATE entry SET superseded_by = ? WHERE position IN (SELECT position FROM log "
+            f"WHERE run_id = ? AND entry IN (SELECT j.value FROM {dialect.each('j')}))"
+        )
 
     def load_summary(self, cur: Cursor, run_id: str) -> RunSummary | None:
         rows = cur.execute("SELECT state FROM run_summary WHERE run_id = ?", (run_id,)).fetchall()
@@ -100,8 +135,7 @@ class Persister:
 
     def save_summary(self, cur: Cursor, s: RunSummary) -> None:
         cur.execute(
-            "INSERT OR REPLACE INTO run_summary (run_id, workflow, status, started_at, ended_at, parent, "
-            "generation, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            _SAVE_SUMMARY,
             (
                 s.run_id,
                 s.workflow,
@@ -165,24 +199,14 @@ class Persister:
 
     def entry_paths(self, cur: Cursor, run_id: str, seqs: list[int]) -> list[str]:
         """The step paths of the given entries (a recovery's superseded ones)."""
-        rows = cur.execute(
-            "SELECT DISTINCT json_extract(body, '$.path') AS path FROM log "
-            "WHERE run_id = ? AND entry IN (SELECT value FROM json_each(?)) AND path IS NOT NULL",
-            (run_id, json.dumps(seqs)),
-        )
+        rows = cur.execute(self._entry_paths, (run_id, self.dialect.array(seqs)))
         return [p for (p,) in rows]
 
     def active_rows(self, cur: Cursor, run_id: str, paths: list[str]) -> dict[str, list[LogRow]]:
         """Per path, the log rows of its entries that no recovery superseded, in seq order
         (one pass over the run's rows, however many paths a recovery touched)."""
         out: dict[str, list[LogRow]] = {path: [] for path in paths}
-        rows = cur.execute(
-            f"SELECT json_extract(l.body, '$.path') AS path, {_ENTRY_LOG_COLUMNS} "
-            "FROM log AS l JOIN entry AS e ON e.position = l.position "
-            "WHERE l.run_id = ? AND e.superseded_by IS NULL "
-            "AND path IN (SELECT value FROM json_each(?)) ORDER BY l.seq",
-            (run_id, json.dumps(paths)),
-        )
+        rows = cur.execute(self._active_rows, (run_id, self.dialect.array(paths)))
         for path, *columns in rows:
             out[path].append(LogRow(*columns))
         return out
@@ -197,15 +221,11 @@ class Persister:
         cur.executemany(_INSERT_ENTRY, rows)
 
     def supersede(self, cur: Cursor, run_id: str, seqs: list[int], by: int) -> None:
-        cur.execute(
-            "UPDATE entry SET superseded_by = ? WHERE position IN (SELECT position FROM log "
-            "WHERE run_id = ? AND entry IN (SELECT value FROM json_each(?)))",
-            (by, run_id, json.dumps(seqs)),
-        )
+        cur.execute(self._supersede, (by, run_id, self.dialect.array(seqs)))
 
     def record_removals(self, cur: Cursor, run_id: str, removed: list[tuple[int, str]], by: int) -> None:
         cur.executemany(
-            "INSERT OR REPLACE INTO payload_removal (position, slot, run_id, removed_by) VALUES (?, ?, ?, ?)",
+            _RECORD_REMOVAL,
             [(position, slot, run_id, by) for position, slot in removed],
         )
 

@@ -7,14 +7,13 @@ state ``removed`` when retention deleted the value row. Nothing here writes.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from forkline_es._gc import gc_paused
 from forkline_es.artifacts import sql as artifact_sql
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor, Dialect
 from forkline_es.log.schema import payload_ids
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import REF, fragment, render_slots, render_summary
@@ -133,14 +132,14 @@ def run_values(cur: Cursor, run_id: str) -> Values:
     return dict(rows)
 
 
-def referenced_values(cur: Cursor, text: str) -> Values:
+def referenced_values(cur: Cursor, text: str, dialect: Dialect) -> Values:
     """The stored values of the references in ``text`` only (a step record's few, not its run's)."""
     positions = sorted({int(ref.split(",", 1)[0]) for ref in _REFERENCE.findall(text)})
     if not positions:
         return {}
     rows = cur.execute(
-        f"SELECT {_VALUE_ITEM} FROM json_each(?) AS j JOIN payload AS p ON p.id {payload_ids('j.value')}",
-        (json.dumps(positions),),
+        f"SELECT {_VALUE_ITEM} FROM {dialect.each('j')} JOIN payload AS p ON p.id {payload_ids('j.value')}",
+        (dialect.array(positions),),
     )
     return dict(rows)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound, shown
-from forkline_es.log.connection import Cursor
+from forkline_es.log.backend import Cursor
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import render_listed
@@ -69,7 +69,7 @@ def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
         doc = store.projections.persist.step_doc(cur, run_id, path)
         if doc is None:
             raise StepNotFound(f"run {run_id!r} has no occurrence of step {path!r}")
-        return decode_document(finish(doc, referenced_values(cur, doc)))
+        return decode_document(finish(doc, referenced_values(cur, doc, store.log.dialect)))
 
 
 def log_events(store: Store, run_id: str) -> list[dict[str, Any]]:

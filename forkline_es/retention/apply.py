@@ -11,24 +11,17 @@ deletes and no others.
 from __future__ import annotations
 
 import math
-import os
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, NoReturn
-
-import apsw
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from forkline_es._logging import get_logger
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, shown
-from forkline_es.log.checkpoint import truncate
-from forkline_es.log.connection import Cursor
-from forkline_es.log.eventlog import translate
+from forkline_es.log.backend import Cursor
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
-from forkline_es.log.schema import payload_ids
-from forkline_es.projections.scratch import sweep_check_copies
+from forkline_es.log.schema import SLOTS_PER_EVENT, payload_ids
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.recording.state import check_text
 from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
@@ -222,8 +215,12 @@ def remove_payloads(
     def then(cur: Cursor, positions: list[int]) -> None:
         store.projections.apply(cur, row.stored(positions[0]), event)
         for position, slot in removed:
-            cur.execute(f"DELETE FROM payload WHERE id {payload_ids('?1')} AND slot = ?2", (position, slot))
-            if store.conn.changes() != 1:  # another process removed it first: start again
+            first = position * SLOTS_PER_EVENT
+            gone = cur.execute(
+                "DELETE FROM payload WHERE id BETWEEN ? AND ? AND slot = ? RETURNING id",
+                (first, first + SLOTS_PER_EVENT - 1, slot),
+            ).fetchall()
+            if len(gone) != 1:  # another process removed it first: start again
                 raise Conflict(f"run {run_id!r}: payload {slot} at {position} changed meanwhile; retry")
 
     try:
@@ -248,7 +245,7 @@ def _projection_tables(store: Store, cur: Cursor) -> tuple[tuple[str, str], ...]
     if known is None:
         found: list[tuple[str, str]] = []
         for t in tables:
-            columns = {col[1] for col in cur.execute(f"PRAGMA table_info({t})").fetchall()}
+            columns = set(store.backend.columns(cur, t))
             if "run_id" in columns:
                 found.append((t, "run_id"))
             elif "position" in columns:
@@ -306,7 +303,6 @@ def evict_run(
     check_text(run_id, "a run identifier")
     if not is_text(reason):
         raise InvalidRequest("an eviction needs a reason: a nonempty string saying why")
-    conn = store.conn
     try:
         with store.log.transaction("evict run") as cur:
             workflow = _check_evictable(store, cur, run_id, force)
@@ -315,12 +311,13 @@ def evict_run(
                 "INSERT INTO eviction (run_id, position, at, reason, policy) VALUES (?, ?, ?, ?, ?)",
                 (run_id, last, utc_now(), reason, policy),
             )
-            cur.execute(
-                "DELETE FROM payload WHERE id IN (SELECT p.id FROM log AS l "
-                f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?)",
-                (run_id,),
+            payloads = len(
+                cur.execute(
+                    "DELETE FROM payload WHERE id IN (SELECT p.id FROM log AS l "
+                    f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?) RETURNING id",
+                    (run_id,),
+                ).fetchall()
             )
-            payloads = conn.changes()
             tables = _projection_tables(store, cur)
             for table, column in tables:  # rows found by the run's log positions go while those exist
                 if column == "position":
@@ -328,8 +325,7 @@ def evict_run(
                         f"DELETE FROM {table} WHERE position IN (SELECT position FROM log WHERE run_id = ?)",
                         (run_id,),
                     )
-            cur.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
-            events = conn.changes()
+            events = len(cur.execute("DELETE FROM log WHERE run_id = ? RETURNING seq", (run_id,)).fetchall())
             for table, column in tables:
                 if column == "run_id":
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
@@ -447,19 +443,10 @@ def apply_retention(
 
 def _sweep_leftovers(store: Store, grace_seconds: float) -> tuple[int, int]:
     """What killed processes left, older than ``grace_seconds``: staging files of
-    ``add_artifact`` / ``record_manifest`` and scratch copies of ``rebuild --check``."""
+    ``add_artifact`` / ``record_manifest`` and the backend's own (``rebuild --check`` copies)."""
     staged = store.artifact_files.sweep_staging(grace_seconds)
-    copies = sweep_check_copies(store.conn.filename, grace_seconds)  # the absolute path
+    copies = store.backend.sweep_leftovers(grace_seconds)
     return staged[0] + copies[0], staged[1] + copies[1]
-
-
-#: Pages one incremental-vacuum step gives back, in one short write transaction.
-_VACUUM_STEP: Final = 1000
-#: The pause between steps: longer than a waiting writer's longest sleep (2 ms,
-#: log.connection), so that every waiting append gets the write lock in between.
-_VACUUM_PAUSE: Final = 0.005
-#: How long gc keeps trying to empty the WAL (each attempt holds writers for 50 ms at most).
-_WAL_WAIT: Final = 2.0
 
 
 def _grace(seconds: object) -> float:
@@ -479,54 +466,6 @@ def _grace(seconds: object) -> float:
     return value
 
 
-def _pragma(store: Store, name: str) -> int:
-    return int(store.conn.execute(f"PRAGMA {name}").fetchall()[0][0])
-
-
-def _sizes(store: Store) -> tuple[int, int | None]:
-    pages = _pragma(store, "page_count")
-    if store.path == ":memory:" or not os.path.exists(store.path):
-        return pages, None
-    wal = store.path + "-wal"
-    return pages, os.path.getsize(store.path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)
-
-
-def _give_back_free_pages(store: Store) -> int:
-    """Incremental vacuum in short write transactions, appends between them; returns the
-    pages still free (other connections may free pages meanwhile).
-
-    A database created before auto_vacuum was set is converted by one full VACUUM, which
-    holds the write lock for as long as it takes (once per database).
-    """
-    if _pragma(store, "auto_vacuum") != 2:
-        store.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        store.conn.execute("VACUUM")
-        return _pragma(store, "freelist_count")
-    steps = _pragma(store, "freelist_count") // _VACUUM_STEP + 2
-    for _ in range(steps):
-        with store.log.transaction("gc", maintenance=True) as cur:
-            if not int(cur.execute("PRAGMA freelist_count").fetchall()[0][0]):
-                return 0
-            cur.execute(f"PRAGMA incremental_vacuum({_VACUUM_STEP})").fetchall()
-        time.sleep(_VACUUM_PAUSE)
-    return _pragma(store, "freelist_count")
-
-
-def _empty_wal(store: Store) -> str | None:
-    """Empty the WAL file (TRUNCATE) without holding writers while readers are waited for;
-    None when done, else why not."""
-    if store.path == ":memory:":
-        return None
-    last = truncate(store.conn, _WAL_WAIT)
-    if last.done:
-        return None
-    why = "a reader holds a snapshot" if last.uncopied else "readers or writers kept it in use"
-    return (
-        f"WAL not truncated: {why} (gc waited {_WAL_WAIT:.0f} s); removed values may remain "
-        "in its frames until a later gc empties it: run gc again once long reads have ended"
-    )
-
-
 def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
     """Give free pages back to the file system (incremental vacuum in short steps), empty
     the WAL, then delete artifact files that no retained run references any more.
@@ -536,21 +475,7 @@ def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
     ``not_done``; a driver error leaves as ``StoreError``.
     """
     grace = _grace(artifact_grace_seconds)
-    not_done: list[str] = []
-    try:
-        page_size = _pragma(store, "page_size")
-        pages_before, bytes_before = _sizes(store)
-        free = _give_back_free_pages(store)
-        if free:
-            not_done.append(
-                f"{free} free pages not given back: other connections freed pages while gc ran; run gc again"
-            )
-        wal = _empty_wal(store)
-        if wal is not None:
-            not_done.append(wal)
-        pages_after, bytes_after = _sizes(store)
-    except apsw.Error as e:
-        raise translate(e, "gc", maintenance=True) from None
+    space = store.backend.reclaim()
     with store.log.snapshot() as cur:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
         referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}
@@ -558,22 +483,22 @@ def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
     left_files, left_bytes = _sweep_leftovers(store, grace)
     _log.info(
         "gc",
-        pages_before=pages_before,
-        pages_after=pages_after,
+        pages_before=space.pages_before,
+        pages_after=space.pages_after,
         artifact_files_removed=files,
-        not_done=len(not_done),
+        not_done=len(space.not_done),
     )
     return GcReport(
-        page_size=page_size,
-        pages_before=pages_before,
-        pages_after=pages_after,
-        file_bytes_before=bytes_before,
-        file_bytes_after=bytes_after,
+        page_size=space.page_size,
+        pages_before=space.pages_before,
+        pages_after=space.pages_after,
+        file_bytes_before=space.bytes_before,
+        file_bytes_after=space.bytes_after,
         artifact_files_removed=files,
         artifact_bytes_removed=removed,
         leftover_files_removed=left_files,
         leftover_bytes_removed=left_bytes,
-        free_pages=free,
-        wal_truncated=wal is None,
-        not_done=tuple(not_done),
+        free_pages=space.free_pages,
+        wal_truncated=space.wal_truncated,
+        not_done=space.not_done,
     )

@@ -17,8 +17,7 @@ import msgspec
 
 from forkline_es._logging import get_logger
 from forkline_es.errors import InvalidRequest, shown
-from forkline_es.log.connection import Cursor
-from forkline_es.log.eventlog import end_of_log
+from forkline_es.log.backend import Cursor
 from forkline_es.recording.state import LARGEST_NUMBER, check_text
 from forkline_es.values import utc_now
 
@@ -100,7 +99,7 @@ def register_consumer(store: Store, name: str, since: Literal["start", "now"] = 
             return existing
         position = 0
         if since == "now":
-            position = end_of_log(cur)
+            position = store.backend.horizon(cur)
         consumer = Consumer(name, position, utc_now())
         cur.execute(
             "INSERT INTO consumer (name, position, registered_at) VALUES (?, ?, ?)",
@@ -114,8 +113,7 @@ def unregister_consumer(store: Store, name: str) -> bool:
     """Drop a consumer and the protection it gave; True when it existed."""
     _check_name(name)
     with store.log.transaction("unregister consumer") as cur:
-        cur.execute("DELETE FROM consumer WHERE name = ?", (name,))
-        dropped = bool(store.conn.changes())
+        dropped = bool(cur.execute("DELETE FROM consumer WHERE name = ? RETURNING name", (name,)).fetchall())
     if dropped:
         _log.info("consumer_unregistered", consumer=name)
     return dropped
@@ -137,14 +135,15 @@ def completions(
         raise InvalidRequest(f"limit is an integer from 1 to 2**63 - 1, not {shown(limit)}")
     if type(after) is not int or not 0 <= after <= LARGEST_NUMBER:
         raise InvalidRequest(f"after is a log position from 0 to 2**63 - 1, not {shown(after)}")
-    with store.log.snapshot() as cur:
+    with store.log.snapshot(following=True) as cur:
         if consumer is not None:
             after = _known(cur, _check_name(consumer)).position
         rows = cur.execute(
             "SELECT l.position, l.run_id, coalesce(s.workflow, ''), l.body, l.at FROM log AS l "
             "LEFT JOIN run_summary AS s ON s.run_id = l.run_id "
-            "WHERE l.kind = 'run-concluded' AND l.position > ? ORDER BY l.position LIMIT ?",
-            (after, limit),
+            "WHERE l.kind = 'run-concluded' AND l.position > ? AND l.position <= ? "
+            "ORDER BY l.position LIMIT ?",
+            (after, store.backend.horizon(cur), limit),
         ).fetchall()
     return [Completion(p, r, w, str(_status.decode(b)["status"]), at) for p, r, w, b, at in rows]
 
@@ -156,7 +155,7 @@ def acknowledge(store: Store, consumer: str, position: int) -> Consumer:
         raise InvalidRequest(f"position is a log position from 0 to 2**63 - 1, not {shown(position)}")
     with store.log.transaction("acknowledge") as cur:
         current = _known(cur, consumer)
-        top = end_of_log(cur)
+        top = store.backend.horizon(cur)
         if position > top:
             raise InvalidRequest(
                 f"position {position} is beyond the end of the log ({top}); "

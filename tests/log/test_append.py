@@ -15,6 +15,7 @@ import forkline_es as fe
 from forkline_es.log.connection import Connection, open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.rows import NewRow
+from forkline_es.log.sqlite import SqliteBackend
 
 from .rows import chain, new_row
 
@@ -24,7 +25,7 @@ PAYLOAD = b'{"kind":"int","value":1}'
 @pytest.fixture
 def log(db_path: Path) -> Iterator[EventLog]:
     conn = open_connection(db_path)
-    yield EventLog(conn)
+    yield EventLog(SqliteBackend(conn))
     conn.close()
 
 
@@ -72,26 +73,26 @@ def test_a_batch_whose_second_row_is_refused_keeps_nothing(
     log: EventLog, second: NewRow, error: type[Exception]
 ) -> None:
     log.append([new_row("before", 1, [("arguments", PAYLOAD)])])
-    before = _counts(log.conn)
+    before = _counts(log.backend.connection())
     rows = [new_row("r", 1, [("arguments", PAYLOAD), ("result", PAYLOAD)]), second, new_row("r", 3)]
     with pytest.raises(error):
         log.append(rows)
-    assert _counts(log.conn) == before
-    assert not log.conn.in_transaction
+    assert _counts(log.backend.connection()) == before
+    assert not log.backend.connection().in_transaction
     positions, _ = log.append(chain("r", 3))  # the log is usable afterwards
     assert len(positions) == 3
 
 
 def test_a_batch_whose_then_raises_keeps_nothing(log: EventLog) -> None:
-    before = _counts(log.conn)
+    before = _counts(log.backend.connection())
 
     def then(cur: Any, positions: list[int]) -> None:
         raise RuntimeError("projection failed")
 
     with pytest.raises(RuntimeError, match="projection failed"):
         log.append([new_row("r", 1, [("arguments", PAYLOAD)]), new_row("r", 2, [("result", PAYLOAD)])], then)
-    assert _counts(log.conn) == before
-    assert not log.conn.in_transaction
+    assert _counts(log.backend.connection()) == before
+    assert not log.backend.connection().in_transaction
 
 
 def test_a_then_that_writes_is_rolled_back_with_the_batch(log: EventLog) -> None:
@@ -101,14 +102,14 @@ def test_a_then_that_writes_is_rolled_back_with_the_batch(log: EventLog) -> None
 
     with pytest.raises(KeyError):
         log.append(chain("r", 1), then)
-    assert log.conn.execute("SELECT count(*) FROM projector").fetchall()[0][0] == 0
-    assert _counts(log.conn) == (0, 0)
+    assert log.backend.connection().execute("SELECT count(*) FROM projector").fetchall()[0][0] == 0
+    assert _counts(log.backend.connection()) == (0, 0)
 
 
 def test_two_writers_appending_the_same_seq_one_wins_one_gets_conflict(db_path: Path) -> None:
     a_conn, b_conn = open_connection(db_path), open_connection(db_path)
     try:
-        a, b = EventLog(a_conn), EventLog(b_conn)
+        a, b = EventLog(SqliteBackend(a_conn)), EventLog(SqliteBackend(b_conn))
         a.append(chain("r", 1))
         b.append([new_row("r", 2, [("arguments", PAYLOAD)])])
         with pytest.raises(fe.Conflict) as info:
@@ -129,12 +130,12 @@ def test_a_writer_blocked_by_another_writers_lock_gets_conflict_and_writes_nothi
     try:
         holder.execute("BEGIN IMMEDIATE")
         with pytest.raises(fe.Conflict) as info:
-            EventLog(waiter).append(chain("r", 2))
+            EventLog(SqliteBackend(waiter)).append(chain("r", 2))
         assert info.value.code == "conflict"
         assert "retry" in str(info.value)
         holder.execute("COMMIT")
         assert _counts(waiter) == (0, 0)
-        positions, _ = EventLog(waiter).append(chain("r", 2))  # the retry goes through
+        positions, _ = EventLog(SqliteBackend(waiter)).append(chain("r", 2))  # the retry goes through
         assert len(positions) == 2
     finally:
         holder.close()
@@ -156,7 +157,7 @@ def test_a_writer_waits_for_a_lock_released_within_its_busy_timeout(db_path: Pat
     thread = threading.Thread(target=release)
     try:
         thread.start()
-        positions, _ = EventLog(waiter).append(chain("r", 2))
+        positions, _ = EventLog(SqliteBackend(waiter)).append(chain("r", 2))
         assert released.is_set()  # it got the lock only after the holder committed
         assert len(positions) == 2
         assert _counts(waiter) == (2, 0)

@@ -15,6 +15,7 @@ from forkline_es.cli import main
 from forkline_es.log.connection import open_connection
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import StepBegun
+from forkline_es.log.sqlite import SqliteBackend
 
 from .rows import chain, new_row
 
@@ -22,7 +23,7 @@ from .rows import chain, new_row
 @pytest.fixture
 def log(db_path: Path) -> Iterator[EventLog]:
     conn = open_connection(db_path)
-    yield EventLog(conn)
+    yield EventLog(SqliteBackend(conn))
     conn.close()
 
 
@@ -60,7 +61,7 @@ def test_read_from_fetches_in_bounded_batches(log: EventLog) -> None:
         fetched.append(1)
         return row
 
-    log.conn.row_trace = count
+    log.backend.connection().row_trace = count
     try:
         stream = log.read_from(0, batch=50)
         first = list(itertools.islice(stream, 120))
@@ -68,7 +69,7 @@ def test_read_from_fetches_in_bounded_batches(log: EventLog) -> None:
         assert 120 <= len(fetched) <= 150  # three batches of 50, not 2,000 rows
         rest = list(stream)
     finally:
-        log.conn.row_trace = None
+        log.backend.connection().row_trace = None
     assert len(first) + len(rest) == 2_000
     assert [r.seq for r in rest] == list(range(121, 2_001))
 

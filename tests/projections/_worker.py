@@ -14,7 +14,7 @@ import sys
 import time
 
 import forkline_es as fe
-from forkline_es.projections import check
+from forkline_es.projections import runner
 
 
 def writer(db: str) -> None:
@@ -32,11 +32,12 @@ def writer(db: str) -> None:
 
 
 def killed_check(db: str) -> None:
-    def stop(copy: object, progress: object) -> None:
+    def stop(projections: object, progress: object = None) -> int:
         print("checking", flush=True)
         time.sleep(600)
+        return 0
 
-    check._rebuild = stop  # type: ignore[assignment]
+    runner.Projections.rebuild = stop  # type: ignore[assignment,method-assign]
     with fe.Store.open(db) as store:
         store.check_projections()
     sys.exit("not killed")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import apsw
 import msgspec
 
 import forkline_es as fe
 from forkline_es.log.events import decode_body
+from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import row_digest
 
 ARTIFACT = "sha256:" + "ab" * 32
@@ -41,16 +41,18 @@ def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
     (digest recomputed, prev linked), every present slot has its payload value with the
     recorded digest and no payload lacks a slot, and the entry projection matches the log.
     """
-    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    backend = open_backend(db, read_only=True)  # a connection of its own, on either backend
     try:
-        rows = conn.execute(
-            "SELECT position, run_id, seq, entry, generation, kind, at, key, body, digest, prev "
-            "FROM log ORDER BY run_id, seq"
-        ).fetchall()
-        payloads = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload")}
-        entries = {p: msgspec.json.decode(doc) for p, doc in conn.execute("SELECT position, doc FROM entry")}
+        with backend.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT position, run_id, seq, entry, generation, kind, at, key, body, digest, prev "
+                "FROM log ORDER BY run_id, seq"
+            ).fetchall()
+            payloads = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload")}
+            docs = conn.execute("SELECT position, doc FROM entry")
+            entries = {p: msgspec.json.decode(doc) for p, doc in docs}
     finally:
-        conn.close()
+        backend.close()
     runs: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
         runs.setdefault(row[1], []).append(row)

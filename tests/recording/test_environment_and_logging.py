@@ -17,9 +17,11 @@ import forkline_es as fe
 
 def test_the_start_event_records_the_environment(store: fe.Store) -> None:
     run = store.start_run(workflow="w")
-    (body,) = store.conn.execute(
-        "SELECT body FROM log WHERE run_id = ? AND kind = 'run-started'", (run.id,)
-    ).fetchall()[0]
+    (body,) = (
+        store.backend.cursor()
+        .execute("SELECT body FROM log WHERE run_id = ? AND kind = 'run-started'", (run.id,))
+        .fetchall()[0]
+    )
     env = json.loads(body)["env"]
     assert env == {
         "python_version": platform.python_version(),

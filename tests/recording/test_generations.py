@@ -19,7 +19,7 @@ from .worker_paths import WORKER
 def _generations(store: fe.Store, run_id: str) -> list[tuple[int, str, int]]:
     return [
         (seq, kind, gen)
-        for seq, kind, gen in store.conn.execute(
+        for seq, kind, gen in store.backend.cursor().execute(
             "SELECT seq, kind, generation FROM log WHERE run_id = ? ORDER BY seq", (run_id,)
         )
     ]

@@ -76,7 +76,8 @@ def test_override_keys_make_distinct_calls_and_repeat_by_key(store: fe.Store) ->
     assert count(store) == n + 2
     first = run.begin_step("x", key="mine")
     assert run.begin_step("x", key="mine") == first
-    assert store.conn.execute("SELECT key FROM log WHERE entry = ?", (first,)).fetchall() == [("mine",)]
+    keys = store.backend.cursor().execute("SELECT key FROM log WHERE entry = ?", (first,)).fetchall()
+    assert keys == [("mine",)]
 
 
 def test_start_run_repeats_by_run_id_regardless_of_the_environment(
@@ -102,7 +103,7 @@ def test_a_repeat_with_its_maps_in_another_order_is_the_same_call(store: fe.Stor
     run.end_step("s", "skipped", branch={"case": "x"}, details={"z": 1, "a": [{"y": 2, "b": 3}]})
     assert run.end_step("s", "skipped", branch={"case": "x"}, details={"a": [{"b": 3, "y": 2}], "z": 1}) == 2
     assert again.id == "r" and count(store) == 2
-    for (body,) in store.conn.execute("SELECT body FROM log"):
+    for (body,) in store.backend.cursor().execute("SELECT body FROM log"):
         assert body == fe.canonical_json(json.loads(body)).decode()
 
 
@@ -146,7 +147,8 @@ def test_a_different_next_call_after_a_lost_acknowledgement_follows_it(
         run.result("a", 1, "succeeded")
     assert run.end_step("a", "succeeded") == 5  # recorded after the adopted result, not over it
     assert run.result("a", 1, "succeeded") == 4
-    kinds = [k for (k,) in store.conn.execute("SELECT kind FROM log WHERE run_id = 'r' ORDER BY seq")]
+    sql = "SELECT kind FROM log WHERE run_id = 'r' ORDER BY seq"
+    kinds = [k for (k,) in store.backend.cursor().execute(sql)]
     assert kinds == ["run-started", "step-begun", "action-invoked", "action-result", "step-ended"]
     check_integrity(store.path)
 
@@ -160,9 +162,8 @@ def test_a_lost_recovery_acknowledgement_is_adopted_once(
         run.recover([3])
     assert run.recover([3]) == 1
     assert run.generation == 1
-    assert [k for (k,) in store.conn.execute("SELECT kind FROM log WHERE kind = 'recovered'")] == [
-        "recovered"
-    ]
+    sql = "SELECT kind FROM log WHERE kind = 'recovered'"
+    assert [k for (k,) in store.backend.cursor().execute(sql)] == ["recovered"]
 
 
 def test_a_commit_that_really_failed_leaves_the_handle_current(

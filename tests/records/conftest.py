@@ -29,3 +29,9 @@ def sample_db(db_path: Path) -> Path:
     with fe.Store.open(db_path) as store:
         record_sample(store)
     return db_path
+
+
+@pytest.fixture
+def store(backend_store: fe.Store) -> fe.Store:
+    """Every test here that takes ``store`` runs on each backend."""
+    return backend_store

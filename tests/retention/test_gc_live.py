@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 import forkline_es as fe
 from forkline_es.cli import main
-from forkline_es.log.eventlog import translate
+from forkline_es.log.sqlite import translate
 from forkline_es.testing.processes import SnapshotReader
 
 LATER = datetime.now(UTC) + timedelta(days=1)

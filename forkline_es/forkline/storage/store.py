@@ -141,7 +141,7 @@ class SQLiteStore:
         )
 
     def _row(self, run_id: str, column: str, value: int) -> tuple[int, str]:
-        rows = self.store.conn.execute(_ROW.format(column), (run_id, value)).fetchall()
+        rows = self.store.backend.cursor().execute(_ROW.format(column), (run_id, value)).fetchall()
         return int(rows[0][0]), str(rows[0][1])
 
     # -- reading ---------------------------------------------------------------------------

@@ -1,0 +1,333 @@
+"""The PostgreSQL backend: the seam (``log.backend``) over one psycopg connection.
+
+Built from the pieces beside it: ``connection`` (connect in autocommit mode, schema
+creation under an advisory lock, the read barrier's ``horizon``, ``translate``),
+``cursor`` (``?`` placeholders) and ``schema`` (the log-level tables and their triggers,
+which give each row its position behind the shared barrier lock). Transactions are
+written out (``BEGIN`` ... ``COMMIT``), as the SQLite backend writes ``BEGIN IMMEDIATE``.
+
+A snapshot is a REPEATABLE READ transaction opened after the horizon was read (a
+snapshot older than the barrier could miss a row below the end): ``horizon(cur)`` inside
+it is that value, and every row at or below it is visible in the snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Final, NoReturn, TypeVar
+
+import psycopg
+
+from forkline_es.errors import StoreError
+from forkline_es.log.backend import Backend, Cursor, Reclaimed, TriggerDifference
+from forkline_es.log.postgres import connection as pgc
+from forkline_es.log.postgres.cursor import PgCursor
+from forkline_es.log.postgres.schema import END_OF_LOG
+from forkline_es.log.rows import NewRow
+from forkline_es.log.schema import SLOTS_PER_EVENT
+
+__all__ = ["POSTGRES", "PostgresBackend", "PostgresDialect"]
+
+T = TypeVar("T")
+
+_INSERT_ROW: Final = (
+    "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position"
+)
+_INSERT_PAYLOAD: Final = "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, ?, ?)"
+#: Log-level tables a scratch copy takes (the projection tables are refolded there).
+_COPIED: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", "forkline_es_schema")
+
+
+class PostgresDialect:
+    """PostgreSQL's words for what differs from SQLite's."""
+
+    name = "postgresql"
+    end_of_log = END_OF_LOG
+    last_rows = "SELECT DISTINCT ON (run_id) run_id, seq, digest FROM log ORDER BY run_id, seq DESC"
+
+    _JSON_PATH: Final = re.compile(r"json_extract\(([\w.]+), '\$\.([\w.]+)'\)")
+    _TYPELESS: Final = re.compile(r"^(\s*value\s+)NOT NULL", re.MULTILINE)
+    _TEMP: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
+
+    def each(self, alias: str, of: str = "int") -> str:
+        return f"unnest(CAST(? AS {'bigint' if of == 'int' else 'text'}[])) AS {alias}(value)"
+
+    def array(self, values: Sequence[int] | Sequence[str]) -> object:
+        return list(values)
+
+    def json_text(self, column: str, member: str) -> str:
+        return f"(CAST({column} AS json) ->> '{member}')"
+
+    def ddl(self, template: str) -> str:
+        """SQLite's DDL words in PostgreSQL's: no ``WITHOUT ROWID``, 64-bit integers, text in
+        code-point order (``COLLATE "C"``), an untyped ``value`` numeric, ``json_extract`` as
+        ``#>>``, and no unary ``+`` (SQLite's hint not to use an index)."""
+        sql = template.replace(") WITHOUT ROWID;", ");")
+        sql = re.sub(r"\bINTEGER\b", "bigint", sql)
+        sql = re.sub(r"\bTEXT\b", 'text COLLATE "C"', sql)
+        sql = self._TYPELESS.sub(r"\1numeric NOT NULL", sql)
+        sql = self._JSON_PATH.sub(lambda m: f"(CAST({m[1]} AS json) #>> '{{{m[2].replace('.', ',')}}}')", sql)
+        return sql.replace("+p.slot", "p.slot")
+
+    def temp_ddl(self, ddl: str) -> str:
+        return self._TEMP.sub(lambda m: f"CREATE TEMP {m[1]} ", ddl)
+
+
+POSTGRES: Final = PostgresDialect()
+
+
+class PostgresBackend:
+    """The seam over one psycopg connection in autocommit mode (``Backend``)."""
+
+    dialect = POSTGRES
+    errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+
+    def __init__(self, dsn: str, *, read_only: bool = False, create: bool = True) -> None:
+        self._dsn = dsn
+        #: The DSN without its password, for messages.
+        self.location = pgc._shown_dsn(dsn)
+        self.read_only = read_only
+        self.conn = pgc.connect(dsn)
+        self._cur = PgCursor(self.conn.cursor())
+        self._in_transaction = False
+        #: The horizon a ``following`` snapshot fixed before it began; None otherwise.
+        self._snapshot_horizon: int | None = None
+        if create and not read_only:
+            try:
+                pgc.ensure_schema(self.conn)
+            except BaseException:
+                self.conn.close()
+                raise
+        elif pgc.schema_version(self._cur) is None:
+            self.conn.close()
+            raise StoreError(
+                f"{self.location}: no forkline_es store there; a read-only open never creates one"
+            )
+
+    translate = staticmethod(pgc.translate)
+
+    def refuse_write(self, what: str) -> NoReturn:
+        raise StoreError(
+            f"{what}: the store was opened read-only (read_only=True), which writes nothing; "
+            "open it with fe.Store.open(dsn) to record, retain or collect"
+        )
+
+    def connection(self) -> Any:
+        return self.conn
+
+    def cursor(self) -> Cursor:
+        return PgCursor(self.conn.cursor())
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions ----------------------------------------------------------------------
+
+    def _rollback(self) -> None:
+        self._in_transaction = False
+        self._snapshot_horizon = None
+        if not self.conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                self._cur.execute("ROLLBACK")
+
+    def append(
+        self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
+    ) -> tuple[list[int], T | None]:
+        """Each row takes its position from the log's BEFORE INSERT trigger (behind the shared
+        barrier lock) and returns it; payload values and ``then`` in the same transaction."""
+        if self.read_only:
+            self.refuse_write("append")
+        cur = self._cur
+        raw = cur.raw
+        try:
+            raw.execute("BEGIN")
+            self._in_transaction = True
+            positions: list[int] = []
+            for r in rows:
+                if len(r.payloads) > SLOTS_PER_EVENT:
+                    raise StoreError(
+                        f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}"
+                    )
+                cur.execute(
+                    _INSERT_ROW,
+                    (
+                        r.run_id,
+                        r.seq,
+                        r.entry,
+                        r.generation,
+                        r.kind,
+                        r.at,
+                        r.key,
+                        r.body.decode(),
+                        r.digest,
+                        r.prev,
+                    ),
+                )
+                position = int(raw.fetchone()[0])  # type: ignore[index]
+                positions.append(position)
+                first = position * SLOTS_PER_EVENT
+                for k, (slot, value) in enumerate(r.payloads):
+                    cur.execute(_INSERT_PAYLOAD, (first + k, position, slot, value.decode()))
+            result = then(cur, positions) if then is not None else None
+            raw.execute("COMMIT")
+            self._in_transaction = False
+        except BaseException as e:
+            self._rollback()
+            if isinstance(e, psycopg.Error):
+                raise pgc.translate(e, "append") from None
+            raise
+        return positions, result
+
+    @contextmanager
+    def transaction(self, what: str, *, maintenance: bool = False) -> Iterator[Cursor]:
+        if self.read_only:
+            self.refuse_write(what)
+        try:
+            self._cur.execute("BEGIN")
+        except psycopg.Error as e:
+            raise pgc.translate(e, what, maintenance=maintenance) from None
+        self._in_transaction = True
+        try:
+            yield self._cur
+            self._cur.execute("COMMIT")
+            self._in_transaction = False
+        except BaseException as e:
+            self._rollback()
+            if isinstance(e, psycopg.Error):
+                raise pgc.translate(e, what, maintenance=maintenance) from None
+            raise
+
+    @contextmanager
+    def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
+        """REPEATABLE READ. ``following``: the horizon is read first (waiting for appends in
+        flight), so every row up to it is in the snapshot; plain reads never wait."""
+        if self._in_transaction:
+            yield self._cur
+            return
+        try:
+            top = pgc.horizon(self._cur) if following else None
+            self._cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except psycopg.Error as e:
+            raise pgc.translate(e, "read") from None
+        self._in_transaction = True
+        self._snapshot_horizon = top
+        try:
+            yield self._cur
+        except psycopg.Error as e:
+            raise pgc.translate(e, "read") from None
+        finally:
+            self._rollback()
+
+    @contextmanager
+    def private(self, what: str) -> Iterator[Cursor]:
+        with self.transaction(what) as cur:
+            yield cur
+
+    def horizon(self, cur: Cursor) -> int:
+        if self._snapshot_horizon is not None:
+            return self._snapshot_horizon
+        assert isinstance(cur, PgCursor)
+        return pgc.horizon(cur)  # outside a transaction, or in a READ COMMITTED one: the barrier
+
+    # -- catalogue ---------------------------------------------------------------------------
+
+    def columns(self, cur: Cursor, table: str) -> tuple[str, ...]:
+        rows = cur.execute(
+            "SELECT a.attname FROM pg_attribute AS a WHERE a.attrelid = to_regclass(?) "
+            "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (table,),
+        ).fetchall()
+        return tuple(str(n) for (n,) in rows)
+
+    def primary_key(self, cur: Cursor, table: str) -> tuple[str, ...]:
+        rows = cur.execute(
+            "SELECT a.attname FROM pg_index AS i CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+            "JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE i.indrelid = to_regclass(?) AND i.indisprimary ORDER BY k.n",
+            (table,),
+        ).fetchall()
+        return tuple(str(n) for (n,) in rows)
+
+    def has_temp_table(self, cur: Cursor, table: str) -> bool:
+        return bool(
+            cur.execute(
+                "SELECT 1 FROM pg_class WHERE relnamespace = pg_my_temp_schema() AND relname = ?", (table,)
+            ).fetchall()
+        )
+
+    def trigger_differences(self, cur: Cursor) -> list[TriggerDifference]:
+        """Not compared yet on PostgreSQL (the expected triggers are ``schema``'s)."""
+        return []
+
+    # -- space and scratch -------------------------------------------------------------------
+
+    def reclaim(self) -> Reclaimed:
+        """Autovacuum gives space back on PostgreSQL; gc never runs VACUUM FULL on a shared
+        database. The figures are the database's size in 8 KiB pages."""
+        ((size,),) = self._cur.execute("SELECT pg_database_size(current_database())").fetchall()
+        pages = int(size) // 8192
+        return Reclaimed(8192, pages, pages, int(size), int(size), 0, True, ())
+
+    def artifacts_beside(self) -> str | None:
+        return None
+
+    def sweep_leftovers(self, grace_seconds: float) -> tuple[int, int]:
+        return 0, 0
+
+    @contextmanager
+    def scratch_copy(self) -> Iterator[Backend]:
+        """A schema of its own holding a copy of the log-level tables as one REPEATABLE READ
+        snapshot saw them (no triggers: a copy made to be thrown away); dropped at exit."""
+        name = f"forkline_check_{secrets.token_hex(8)}"
+        cur = self._cur
+        try:
+            ((live,),) = cur.execute("SELECT current_schema()").fetchall()
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            cur.execute(f"CREATE SCHEMA {name}")
+            for table in _COPIED:
+                cur.execute(
+                    f"CREATE TABLE {name}.{table} (LIKE {table} INCLUDING DEFAULTS INCLUDING INDEXES)"
+                )
+                cur.execute(f"INSERT INTO {name}.{table} SELECT * FROM {table}")
+            for table in self._projection_tables(cur):
+                cur.execute(
+                    f"CREATE TABLE {name}.{table} (LIKE {table} INCLUDING DEFAULTS INCLUDING INDEXES)"
+                )
+                cur.execute(f"INSERT INTO {name}.{table} SELECT * FROM {table}")
+            cur.execute("COMMIT")
+        except BaseException as e:
+            self._rollback()
+            if isinstance(e, psycopg.Error):
+                raise pgc.translate(e, "copy the store") from None
+            raise
+        try:
+            # the live schema second: its functions (log_horizon) resolve, its tables never do
+            copy = PostgresBackend(_with_search_path(self._dsn, f"{name},{live}"), create=False)
+            try:
+                yield copy
+            finally:
+                copy.close()
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                self._cur.execute(f"DROP SCHEMA {name} CASCADE")
+
+    @staticmethod
+    def _projection_tables(cur: Cursor) -> list[str]:
+        rows = cur.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' AND table_name <> ALL(?)",
+            (list(_COPIED),),
+        ).fetchall()
+        return [str(t) for (t,) in rows]
+
+
+def _with_search_path(dsn: str, schema: str) -> str:
+    """``dsn`` whose connections use ``schema`` first."""
+    parts = psycopg.conninfo.conninfo_to_dict(dsn)
+    parts["options"] = f"{parts.get('options') or ''} -c search_path={schema}".strip()
+    return psycopg.conninfo.make_conninfo(**parts)  # type: ignore[arg-type]
