@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -29,15 +29,18 @@ from forkline_es.replay.diff import MAX_CHILD_DEPTH, Resolve
 from forkline_es.replay.shape import check_document
 from forkline_es.values import canonical_json, decode_json
 
-if TYPE_CHECKING:
-    from forkline_es.store import Store
-
 __all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "load_baseline"]
 
 #: The member that marks a baseline document, and its format version.
 BASELINE_MARK: Final = "x-baseline"
 
 _RUN_VARIES: Final = ("id", "started_at", "parent", "predecessor", "generation")
+
+
+class Host(Protocol):
+    """What a baseline reads of the store (``store.Store``, above this package)."""
+
+    def get_run_record(self, run_id: str) -> dict[str, Any]: ...
 
 
 def _without_generation(step: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,7 +73,7 @@ def baseline_document(
     return out
 
 
-def export_baseline(store: Store, run_id: str) -> bytes:
+def export_baseline(store: Host, run_id: str) -> bytes:
     """Canonical JSON bytes of the run's baseline, child runs read from the same store."""
     return canonical_json(baseline_document(store.get_run_record(run_id), store.get_run_record))
 

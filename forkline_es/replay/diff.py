@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, Final, Protocol, overload
 
 import msgspec
 
@@ -20,9 +20,6 @@ from forkline_es.replay.align import DEFAULT_WINDOW, Op, align
 from forkline_es.replay.entries import Key, active_entries, comparable, entry_path, keys_of, placement
 from forkline_es.replay.shape import check_document
 from forkline_es.values import decode_json
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
 
 __all__ = [
     "KINDS",
@@ -67,6 +64,12 @@ _PRIORITY: Final = {kind: rank for rank, kind in enumerate(KINDS)}
 MAX_CHILD_DEPTH: Final = 16
 
 _canon: Final = msgspec.json.Encoder(order="sorted")
+
+
+class Host(Protocol):
+    """What a diff reads of the store (``store.Store``, above this package)."""
+
+    def export_run_record(self, run_id: str) -> bytes: ...
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -449,7 +452,7 @@ def diff_documents(
     return _diff(doc_a, doc_b, resolve, window, 0)
 
 
-def diff_runs(store: Store, run_a: str, run_b: str, *, window: int = DEFAULT_WINDOW) -> RunDiff:
+def diff_runs(store: Host, run_a: str, run_b: str, *, window: int = DEFAULT_WINDOW) -> RunDiff:
     """Diff two runs of ``store``; A is the expected side (e.g. the original of a replay).
 
     Refusals of the lookups (``RunNotFound``, ``RunNotRetained``) propagate unchanged.
@@ -459,7 +462,7 @@ def diff_runs(store: Store, run_a: str, run_b: str, *, window: int = DEFAULT_WIN
     return _diff_sides(stored_side(store, run_a), stored_side(store, run_b), window, 0)
 
 
-def stored_side(store: Store, run_id: str) -> _Side:
+def stored_side(store: Host, run_id: str) -> _Side:
     """One stored run as the diff sees it, from its canonical bytes (``export_run_record``).
 
     Only what the alignment needs is decoded up front (kind, seq, path, attempt, step path
