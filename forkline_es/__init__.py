@@ -1,10 +1,10 @@
 """forkline_es: an event-sourced run-recording engine for durable executors and agent runtimes."""
 
-__version__ = "0.1.0"
-
 from forkline_es import testing
+from forkline_es._version import __version__
 from forkline_es.artifacts import Manifest, MetricSummary, Problem, VerifyReport
-from forkline_es.compat import ImportReport, RunRecorder, import_forkline
+from forkline_es.compat.importer import ImportReport, import_forkline
+from forkline_es.compat.recorder import RunRecorder
 from forkline_es.errors import (
     Conflict,
     DeterminismViolation,

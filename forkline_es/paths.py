@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_PATH_CHARS", "MAX_SEGMENTS", "is_step_path", "path_problem"]
+from forkline_es.errors import InvalidRequest
+
+__all__ = ["MAX_PATH_CHARS", "MAX_SEGMENTS", "check_path", "is_step_path", "path_problem"]
 
 MAX_SEGMENTS: Final = 64
 MAX_PATH_CHARS: Final = 1024
@@ -36,3 +38,11 @@ def path_problem(path: object) -> str | None:
 
 def is_step_path(path: object) -> bool:
     return path_problem(path) is None
+
+
+def check_path(path: object) -> str:
+    problem = path_problem(path)
+    if problem is not None:
+        raise InvalidRequest(f"malformed step path: {problem}")
+    assert isinstance(path, str)
+    return path

@@ -19,14 +19,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from forkline_es import __version__
 from forkline_es._logging import get_logger
+from forkline_es._version import __version__
 from forkline_es.artifacts import sql as artifact_sql
 from forkline_es.artifacts import verify
 from forkline_es.artifacts.anchors import read_anchors
 from forkline_es.artifacts.observations import MetricSummary
+from forkline_es.artifacts.projectors import projectors as artifact_projectors
 from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.artifacts.verify import VerifyReport
+from forkline_es.compat.views import ForklineViews, import_hint, written_by_forkline
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
 from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.connection import Durability
@@ -34,8 +36,8 @@ from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
 from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
-from forkline_es.projections.registry import extra_projectors
-from forkline_es.projections.runner import Projections
+from forkline_es.projections.check import check_projections
+from forkline_es.projections.runner import Projections, Projector
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
@@ -47,13 +49,19 @@ from forkline_es.retention import feed
 from forkline_es.retention.policy import RetentionPolicy
 from forkline_es.values import is_digest, is_text, utc_now
 
-__all__ = ["Store"]
+__all__ = ["Store", "extra_projectors"]
 
 _log = get_logger("forkline_es.store")
 
 IsSensitive = Callable[[Any], bool]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def extra_projectors() -> list[Projector]:
+    """Fresh instances of every projector a store folds beside the core read models, in
+    the order they fold: a capability with its own read model adds one here."""
+    return [ForklineViews(), *artifact_projectors()]
 
 
 def _writes(method: F) -> F:
@@ -173,9 +181,6 @@ class Store:
         try:
             backend = open_backend(path, durability, read_only=read_only)
         except StoreError as e:
-            # compat builds on the store, so it is imported here, where a refusal needs it
-            from forkline_es.compat.views import import_hint, written_by_forkline
-
             if os.fspath(path) == ":memory:" or not written_by_forkline(os.fspath(path)):
                 raise
             raise StoreError(import_hint(os.fspath(path))) from e
@@ -405,7 +410,9 @@ class Store:
         """Re-check the run's hash chain, payload values, artifact files and manifest, the
         store's triggers, (``projections``) its projections against a refold of its rows,
         and (``anchors``, as ``anchors()`` returned them earlier) its anchor; never repairs."""
-        return verify.verify_run(self, run_id, projections=projections, anchors=anchors)
+        return verify.verify_run(
+            self, run_id, projections=projections, anchors=anchors, extra=extra_projectors
+        )
 
     def verify_all(
         self,
@@ -416,7 +423,9 @@ class Store:
     ) -> list[VerifyReport]:
         """``verify_run`` for every run in the log, plus listed or anchored runs whose rows are
         all gone; a first report with ``run_id`` None holds the store's own problems, if any."""
-        return verify.verify_all(self, progress, projections=projections, anchors=anchors)
+        return verify.verify_all(
+            self, progress, projections=projections, anchors=anchors, extra=extra_projectors
+        )
 
     def anchors(self) -> dict[str, dict[str, Any]]:
         """Each retained run's last seq and its digest, in one snapshot: ``{run_id: {"seq": int,
@@ -495,6 +504,4 @@ class Store:
 
     def check_projections(self, progress: Callable[[int, int], None] | None = None) -> list[str]:
         """Rebuild into a scratch copy and list each difference with the live projections."""
-        from forkline_es.projections.check import check_projections
-
-        return check_projections(self.backend, progress)
+        return check_projections(self.backend, extra_projectors, progress)

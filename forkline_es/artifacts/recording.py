@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from forkline_es._version import __version__
 from forkline_es.artifacts.manifest import Manifest, build_manifest, capture, manifest_file_bytes
 from forkline_es.artifacts.observations import check_metric
 from forkline_es.artifacts.store import ArtifactFiles, Staged
 from forkline_es.errors import InvalidRequest, shown
-from forkline_es.log.events import ArtifactAdded, ManifestRecorded, Observed, RunStarted
-from forkline_es.recording.state import check_path, check_text
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-    from forkline_es.recording.run import Run
+from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, Observed, RunStarted
+from forkline_es.log.rows import LogRow
+from forkline_es.paths import check_path
+from forkline_es.values import check_text
 
 __all__ = ["Placement", "Source", "add_artifact", "observe", "record_manifest"]
 
@@ -53,6 +52,41 @@ class Placement:
 
     def discard(self) -> None:
         self.files.discard(self.staged)  # a no-op once placed
+
+
+class _Checks(Protocol):
+    def check_artifact(self, name: str, sha256: str) -> None: ...
+
+    def check_manifest(self, digest: str) -> None: ...
+
+
+class _Host(Protocol):
+    @property
+    def artifact_files(self) -> ArtifactFiles: ...
+
+    def _log_row(self, run_id: str, seq: int) -> LogRow | None: ...
+
+
+class Run(Protocol):
+    """What these functions use of ``recording.Run``, which sits above them and calls them."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def _state(self) -> _Checks: ...
+
+    @property
+    def _store(self) -> _Host: ...
+
+    def _append_event(
+        self,
+        event: EventBody,
+        key: str,
+        payloads: Sequence[tuple[str, bytes]] = (),
+        check: Callable[[], Any] | None = None,
+        placement: Placement | None = None,
+    ) -> int: ...
 
 
 def add_artifact(
@@ -113,8 +147,6 @@ def record_manifest(
     **facts: Any,
 ) -> Manifest:
     """Capture, merge with ``facts``, digest, append ``manifest-recorded``, then place manifest.json."""
-    from forkline_es import __version__
-
     if isinstance(packages, str):
         raise InvalidRequest("packages is a list of distribution names, not one string")
     try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -35,14 +35,12 @@ from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
 from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
 from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, PayloadsRemoved
 from forkline_es.log.rows import LogRow, row_digest
-from forkline_es.projections.check import RunRefolder
-from forkline_es.recording.state import check_text
-from forkline_es.values import canonical_json, sha256_digest
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
+from forkline_es.projections.check import Extra, RunRefolder
+from forkline_es.projections.runner import Projections
+from forkline_es.values import canonical_json, check_text, sha256_digest
 
 __all__ = [
     "PROBLEM_KINDS",
@@ -101,6 +99,25 @@ STORE_KINDS: Final = frozenset({"trigger-missing", "trigger-altered", "trigger-u
 _CHAIN_KINDS: Final = frozenset({"seq-gap", "row-digest", "chain-link", "body-undecodable"})
 
 _log = get_logger("forkline_es.verify")
+
+
+class Host(Protocol):
+    """What verification asks of the store (``store.Store``, above this package)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def log(self) -> EventLog: ...
+
+    @property
+    def projections(self) -> Projections: ...
+
+    @property
+    def artifact_files(self) -> ArtifactFiles: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,13 +440,14 @@ def _by_position(values: list[tuple[int, str, str]]) -> dict[int, dict[str, str]
 
 
 def verify_run(
-    store: Store,
+    store: Host,
     run_id: str,
     sums: Checksums | None = None,
     *,
     projections: bool = True,
     refolder: RunRefolder | None = None,
     anchors: Mapping[str, Any] | None = None,
+    extra: Extra,
 ) -> VerifyReport:
     """Verify one run; refuses a run that is unknown (run-not-found) or evicted.
 
@@ -441,11 +459,14 @@ def verify_run(
     """
     check_text(run_id, "a run identifier")  # as every read refuses it (get_run_record, ...)
     checked = checked_anchors(anchors) if anchors is not None else {}
-    return _verify_run(store, run_id, sums, projections, refolder, checked.get(run_id), with_store=True)
+    with ExitStack() as stack:
+        if projections and refolder is None:
+            refolder = stack.enter_context(RunRefolder(extra))
+        return _verify_run(store, run_id, sums, projections, refolder, checked.get(run_id), with_store=True)
 
 
 def _verify_run(
-    store: Store,
+    store: Host,
     run_id: str,
     sums: Checksums | None,
     projections: bool,
@@ -495,6 +516,7 @@ def _verify_run(
             if anchor is not None:
                 problems.extend(_anchor_problems(run_id, rows, anchor))
             if projections and not any(p.kind in _CHAIN_KINDS for p in problems):
+                assert refolder is not None  # verify_run and verify_all make one when asked for projections
                 problems.extend(_projection_problems(cur, run_id, rows, values, refolder))
     for seq, event in to_check:  # files are read outside the read transaction
         if isinstance(event, ArtifactAdded):
@@ -598,13 +620,11 @@ def _projection_problems(
     run_id: str,
     rows: list[LogRow],
     values: list[tuple[int, str, str]],
-    refolder: RunRefolder | None,
+    refolder: RunRefolder,
 ) -> list[Problem]:
     """The rows and values the chain walk read, refolded (no second read of the run)."""
     try:
-        with ExitStack() as stack:
-            folder = refolder if refolder is not None else stack.enter_context(RunRefolder())
-            found = folder.differences(cur, run_id, rows, values)
+        found = refolder.differences(cur, run_id, rows, values)
     except Exception as e:  # rows forged to fold into nothing valid: report it, never crash
         found = [f"the run's rows do not fold: {type(e).__name__}: {e}"]
     return [Problem("projection-mismatch", None, f"run {run_id!r}: {line}") for line in found]
@@ -615,11 +635,12 @@ def _missing(run_id: str) -> Problem:
 
 
 def verify_all(
-    store: Store,
+    store: Host,
     progress: Callable[[int, int], None] | None = None,
     *,
     projections: bool = True,
     anchors: Mapping[str, Any] | None = None,
+    extra: Extra,
 ) -> list[VerifyReport]:
     """Verify every run the log holds, and flag listed runs whose rows are all gone.
 
@@ -647,7 +668,7 @@ def verify_all(
     total = len(in_log) + len(gone)
     done = 0
     with ExitStack() as stack:
-        refolder = stack.enter_context(RunRefolder()) if projections else None
+        refolder = stack.enter_context(RunRefolder(extra)) if projections else None
         for run_id in in_log:
             with suppress(RunNotRetained, RunNotFound):  # evicted since the listing: nothing to verify
                 reports.append(

@@ -1,6 +1,6 @@
-"""The Forkline-compatible recorder over the engine, and the importer of Forkline's runs.db."""
+"""The Forkline-compatible recorder over the engine, and the importer of Forkline's runs.db.
 
-from forkline_es.compat.importer import ImportReport, import_forkline
-from forkline_es.compat.recorder import RunRecorder
-
-__all__ = ["ImportReport", "RunRecorder", "import_forkline"]
+Nothing is re-exported here: ``compat.views`` is a projector the store folds (below
+``store``), while ``recorder`` and ``importer`` are built on the store (above it); the
+public names are ``forkline_es.RunRecorder``, ``import_forkline`` and ``ImportReport``.
+"""

@@ -22,16 +22,14 @@ version replaces the views in databases made by older code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from forkline_es.log.backend import Cursor
+from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody
 from forkline_es.log.foreign import ForeignFile, ForeignFileError, open_foreign
 from forkline_es.log.rows import LogRow
 from forkline_es.log.schema import payload_ids
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -63,6 +61,13 @@ RUN_COLUMNS: Final = (
 EVENT_COLUMNS: Final = ("event_id", "run_id", "ts", "type", "payload")
 
 _SELECT_EVENTS: Final = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE run_id = ? ORDER BY event_id"
+
+
+class Host(Protocol):
+    """What ``run_events`` reads of the store (``store.Store``, above this module)."""
+
+    @property
+    def log(self) -> EventLog: ...
 
 
 def has_forkline_tables(file: ForeignFile) -> bool:
@@ -143,7 +148,7 @@ ORDER BY l.position;
 """
 
 
-def run_events(store: Store, run_id: str) -> list[tuple[Any, ...]]:
+def run_events(store: Host, run_id: str) -> list[tuple[Any, ...]]:
     """One run's rows of the ``events`` view (``EVENT_COLUMNS``) in ``event_id`` order, read in
     one snapshot. ``payload`` is the stored canonical JSON text, None once retention removed it:
     kept as text so that a logged ``null`` stays distinguishable from a removed value."""
@@ -154,7 +159,7 @@ def run_events(store: Store, run_id: str) -> list[tuple[Any, ...]]:
 class ForklineViews:
     """The projector that owns the ``runs`` and ``events`` views; it folds nothing.
 
-    Registered in ``projections.registry`` so that opening a store creates the views and a
+    Listed by ``store.extra_projectors()`` so that opening a store creates the views and a
     rebuild recreates them. Bump ``version`` when ``VIEWS_DDL`` changes.
     """
 

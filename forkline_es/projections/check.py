@@ -28,8 +28,7 @@ from forkline_es.log.eventlog import EventLog
 from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
 from forkline_es.log.sqlite import scratch_in_memory
-from forkline_es.projections.registry import extra_projectors
-from forkline_es.projections.runner import Projections
+from forkline_es.projections.runner import Projections, Projector
 from forkline_es.projections.sql import DDL
 
 __all__ = [
@@ -42,6 +41,8 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], None]
+#: Fresh instances of the projectors a store folds beside the core read models (``store.extra_projectors``).
+Extra = Callable[[], Iterable[Projector]]
 
 
 def _layout(backend: Backend, cur: Cursor, table: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -120,11 +121,11 @@ def _keyed(values: Iterable[tuple[int, str, str]]) -> Iterator[tuple[int, int, s
         yield position * SLOTS_PER_EVENT + k, position, slot, value
 
 
-def check_projections(backend: Backend, progress: Progress | None = None) -> list[str]:
+def check_projections(backend: Backend, extra: Extra, progress: Progress | None = None) -> list[str]:
     """Every difference between the live projections of ``backend`` and a rebuild from its log,
     both taken from one scratch copy of one snapshot."""
     with backend.scratch_copy() as copy:
-        projections = Projections(EventLog(copy), extra_projectors())
+        projections = Projections(EventLog(copy), extra())
         with copy.snapshot() as cur:  # before the rebuild
             live = [(table, table_rows(copy, cur, table)) for table in (*projections.tables, "projector")]
         projections.rebuild(progress)
@@ -166,9 +167,9 @@ class RunRefolder:
     Use as a context manager, or ``close()``; one per thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, extra: Extra) -> None:
         self.scratch = scratch_in_memory()
-        self.projections = Projections(EventLog(self.scratch), extra_projectors())
+        self.projections = Projections(EventLog(self.scratch), extra())
         dialect = self.scratch.dialect
         with self.scratch.transaction("prepare a refold") as cur:
             cur.execute(dialect.ddl(DDL))
@@ -213,9 +214,9 @@ class RunRefolder:
         self.close()
 
 
-def run_differences(log: EventLog, cur: Cursor, run_id: str) -> list[str]:
+def run_differences(log: EventLog, cur: Cursor, run_id: str, extra: Extra) -> list[str]:
     """``RunRefolder.differences`` for one run read through ``cur`` (a snapshot of ``log``),
     in a scratch database of its own."""
     rows, values = list(log.read_run(run_id, cur)), log.run_payloads(run_id, cur)
-    with RunRefolder() as refolder:
+    with RunRefolder(extra) as refolder:
         return refolder.differences(cur, run_id, rows, values)

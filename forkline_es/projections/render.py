@@ -26,7 +26,7 @@ from forkline_es.log.events import (
 )
 from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, SlotRef, StepView
-from forkline_es.recording.payloads import SLOT_CLASS
+from forkline_es.vocabulary import SLOT_CLASS
 
 __all__ = [
     "REF",

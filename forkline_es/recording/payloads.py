@@ -16,6 +16,7 @@ from forkline_es.errors import InvalidRequest, InvalidValue, shown
 from forkline_es.log.events import Slot
 from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
 from forkline_es.values import encode_value_json, is_text, sha256_digest
+from forkline_es.vocabulary import SLOT_CLASS
 
 __all__ = [
     "BODY_ALLOWANCE",
@@ -43,17 +44,6 @@ _LARGEST_INDEX: Final = 2**63 - 1
 #: The shortest typed value is ``{"kind":"int","value":0}``.
 _LEAST_TYPED: Final = 24
 
-#: Slot name -> payload class (decisions.md, Payload slots).
-SLOT_CLASS: Final[dict[str, str]] = {
-    "inputs": "inputs",
-    "trigger": "inputs",
-    "outputs": "outputs",
-    "arguments": "arguments",
-    "result": "results",
-    "details": "results",
-    "binding": "results",
-    "event": "events",
-}
 
 
 #: (slots for the event body, (slot, canonical typed-value JSON) rows for the payload table)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from forkline_es._logging import get_logger
 from forkline_es.artifacts import recording as _artifacts
 from forkline_es.artifacts.manifest import Manifest
+from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.errors import Conflict, InvalidRequest, InvalidValue, RecordError, RunNotRetained
+from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import (
     ENTRY_KINDS,
     ActionInvoked,
@@ -33,7 +35,7 @@ from forkline_es.log.events import (
     encode_body,
     kind_of,
 )
-from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.log.rows import LogRow, NewRow, row_digest
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import BODY_ALLOWANCE, encode_slots, too_large
 from forkline_es.recording.state import (
@@ -49,10 +51,7 @@ from forkline_es.recording.state import (
 from forkline_es.values import is_digest
 from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
 
-if TYPE_CHECKING:
-    from forkline_es.store import Store
-
-__all__ = ["Run", "logged_refusals"]
+__all__ = ["Host", "Run", "logged_refusals"]
 
 _log = get_logger("forkline_es.recording")
 
@@ -66,6 +65,32 @@ class Placement(Protocol):
     def place(self) -> None: ...
 
     def discard(self) -> None: ...
+
+
+class Host(Protocol):
+    """What a Run asks of the store that made it (``store.Store``, above this package)."""
+
+    @property
+    def log(self) -> EventLog: ...
+
+    @property
+    def is_sensitive(self) -> Callable[[Any], bool] | None: ...
+
+    @property
+    def max_payload_bytes(self) -> int: ...
+
+    @property
+    def artifact_files(self) -> ArtifactFiles: ...
+
+    def _now(self) -> str: ...
+
+    def _commit(self, row: NewRow, event: EventBody) -> int: ...
+
+    def _commit_many(self, pending: list[tuple[NewRow, EventBody]]) -> list[int]: ...
+
+    def _log_row(self, run_id: str, seq: int) -> LogRow | None: ...
+
+    def resume_run(self, run_id: str) -> Run: ...
 
 
 def _unencodable(event: EventBody) -> InvalidValue:
@@ -109,7 +134,7 @@ class Run:
     with ``store.resume_run(run_id)``.
     """
 
-    def __init__(self, store: Store, state: RunState) -> None:
+    def __init__(self, store: Host, state: RunState) -> None:
         self._store = store
         self._state = state
         self._fenced: str | None = None

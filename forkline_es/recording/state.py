@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, overload
+from typing import Any, Final
 
 import msgspec
 
@@ -35,8 +35,8 @@ from forkline_es.log.events import (
     encode_body,
 )
 from forkline_es.log.rows import LogRow
-from forkline_es.paths import path_problem
-from forkline_es.values import is_text
+from forkline_es.paths import check_path
+from forkline_es.values import check_text, is_text
 from forkline_es.vocabulary import (
     INVOKE_DISPATCH,
     RESULT_DISPATCH,
@@ -80,12 +80,6 @@ _STATE_EVENTS = (
 LARGEST_NUMBER: Final = 2**63 - 1
 
 
-def check_path(path: object) -> str:
-    problem = path_problem(path)
-    if problem is not None:
-        raise InvalidRequest(f"malformed step path: {problem}")
-    assert isinstance(path, str)
-    return path
 
 
 def check_branch(branch: Any) -> dict[str, Any] | None:
@@ -113,24 +107,6 @@ def check_word(value: object, allowed: frozenset[str], what: str) -> str:
     return value
 
 
-@overload
-def check_text(value: object, what: str) -> str: ...
-@overload
-def check_text(value: object, what: str, *, optional: bool) -> str | None: ...
-def check_text(value: object, what: str, *, optional: bool = False) -> str | None:
-    """``value`` when it is a nonempty string UTF-8 can encode, without NUL (None too when
-    ``optional``), else ``invalid-request`` naming ``what``.
-
-    NUL is refused: C tools (sqlite3's shell, terminals, log shippers) cut text at it, so
-    ``a\\x00b`` would show as ``a`` and could pass for another run, workflow or code.
-    """
-    if value is None and optional:
-        return None
-    if not is_text(value) or "\x00" in value:
-        raise InvalidRequest(
-            f"{what} must be a nonempty string of Unicode text without NUL, not {shown(value)}"
-        )
-    return value
 
 
 @dataclass(slots=True)

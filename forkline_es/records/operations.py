@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound, shown
 from forkline_es.log.backend import Cursor
+from forkline_es.log.eventlog import EventLog
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.render import render_listed
+from forkline_es.projections.runner import Projections
 from forkline_es.recording.state import check_text
 from forkline_es.records.documents import (
     build_document,
@@ -21,13 +23,23 @@ from forkline_es.records.documents import (
 )
 from forkline_es.values import is_text
 
-if TYPE_CHECKING:
-    from forkline_es.store import Store
-
 __all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs", "log_events"]
 
 
-def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
+class Host(Protocol):
+    """What these reads ask of the store (``store.Store``, above this package)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def log(self) -> EventLog: ...
+
+    @property
+    def projections(self) -> Projections: ...
+
+
+def _summary_or_refuse(store: Host, cur: Cursor, run_id: str) -> RunSummary:
     check_text(run_id, "a run identifier")
     summary = store.projections.persist.load_summary(cur, run_id)
     if summary is not None:
@@ -41,26 +53,26 @@ def _summary_or_refuse(store: Store, cur: Cursor, run_id: str) -> RunSummary:
     raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs it holds")
 
 
-def list_runs(store: Store, workflow: str | None = None) -> list[dict[str, Any]]:
+def list_runs(store: Host, workflow: str | None = None) -> list[dict[str, Any]]:
     if workflow is not None and not (workflow == "" or is_text(workflow)):
         raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {shown(workflow)}")
     with store.log.snapshot() as cur:
         return [render_listed(s) for s in store.projections.persist.load_summaries(cur, workflow)]
 
 
-def get_run_record(store: Store, run_id: str) -> dict[str, Any]:
+def get_run_record(store: Host, run_id: str) -> dict[str, Any]:
     with store.log.snapshot() as cur:
         summary = _summary_or_refuse(store, cur, run_id)
         return build_document(cur, store.projections.persist, summary)
 
 
-def export_run_record(store: Store, run_id: str) -> bytes:
+def export_run_record(store: Host, run_id: str) -> bytes:
     with store.log.snapshot() as cur:
         summary = _summary_or_refuse(store, cur, run_id)
         return document_bytes(cur, store.projections.persist, summary)
 
 
-def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
+def get_step_record(store: Host, run_id: str, path: str) -> dict[str, Any]:
     problem = path_problem(path)
     if problem is not None:
         raise InvalidRequest(f"malformed step path: {problem}")
@@ -72,7 +84,7 @@ def get_step_record(store: Store, run_id: str, path: str) -> dict[str, Any]:
         return decode_document(finish(doc, referenced_values(cur, doc, store.log.dialect)))
 
 
-def log_events(store: Store, run_id: str) -> list[dict[str, Any]]:
+def log_events(store: Host, run_id: str) -> list[dict[str, Any]]:
     """The run's raw log rows in seq order (bodies decoded, payload values left out), one snapshot."""
     with store.log.snapshot() as cur:
         _summary_or_refuse(store, cur, run_id)

@@ -24,17 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
+from forkline_es.compat.views import Host as ViewsHost
 from forkline_es.errors import InvalidRequest, RecordError
 from forkline_es.replay.diff import LOGGED_MEMBER, MAX_CHILD_DEPTH, REMOVED_PAYLOAD, Resolve, logged_events
 from forkline_es.replay.shape import check_document
 from forkline_es.values import canonical_json, decode_json
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
 
 __all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "live_document", "load_baseline"]
 
@@ -42,6 +40,13 @@ __all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "live_docume
 BASELINE_MARK: Final = "x-baseline"
 
 _RUN_VARIES: Final = ("id", "started_at", "parent", "predecessor", "generation")
+
+
+class Host(ViewsHost, Protocol):
+    """What a baseline reads of the store (``store.Store``, above this package): the record,
+    and the log for its logged events."""
+
+    def get_run_record(self, run_id: str) -> dict[str, Any]: ...
 
 
 def _without_generation(step: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,14 +79,14 @@ def baseline_document(
     return out
 
 
-def _logged(store: Store, run_id: str) -> list[dict[str, Any]]:
+def _logged(store: Host, run_id: str) -> list[dict[str, Any]]:
     return [
         {"type": kind, "removed": True} if payload is REMOVED_PAYLOAD else {"type": kind, "payload": payload}
         for _, kind, payload in logged_events(store, run_id)
     ]
 
 
-def live_document(store: Store, run_id: str) -> dict[str, Any]:
+def live_document(store: Host, run_id: str) -> dict[str, Any]:
     """The run's record document, with its logged events as ``x-logged`` when it has any:
     what a baseline is diffed against."""
     document = dict(store.get_run_record(run_id))
@@ -91,7 +96,7 @@ def live_document(store: Store, run_id: str) -> dict[str, Any]:
     return document
 
 
-def export_baseline(store: Store, run_id: str) -> bytes:
+def export_baseline(store: Host, run_id: str) -> bytes:
     """Canonical JSON bytes of the run's baseline, child runs read from the same store."""
     document = baseline_document(store.get_run_record(run_id), store.get_run_record)
     logged = _logged(store, run_id)

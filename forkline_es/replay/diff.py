@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, Final, Protocol, overload
 
 import msgspec
 
 from forkline_es._gc import gc_paused
+from forkline_es.compat.views import Host as ViewsHost
+from forkline_es.compat.views import run_events
 from forkline_es.errors import InvalidRequest, RecordError, shown
 from forkline_es.replay.align import DEFAULT_WINDOW, Op, align
 from forkline_es.replay.entries import (
@@ -34,9 +36,6 @@ from forkline_es.replay.entries import (
 )
 from forkline_es.replay.shape import check_document
 from forkline_es.values import decode_json
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
 
 __all__ = [
     "BEHAVIOUR",
@@ -129,6 +128,13 @@ _CLASS_RANK: Final = {c: rank for rank, c in enumerate(CLASSES)}
 MAX_CHILD_DEPTH: Final = 16
 
 _canon: Final = msgspec.json.Encoder(order="sorted")
+
+
+class Host(ViewsHost, Protocol):
+    """What a diff reads of the store (``store.Store``, above this package): the record's
+    bytes, and the log for its logged events."""
+
+    def export_run_record(self, run_id: str) -> bytes: ...
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -1004,7 +1010,7 @@ def diff_documents(
 
 
 def diff_runs(
-    store: Store,
+    store: Host,
     run_a: str,
     run_b: str,
     *,
@@ -1021,18 +1027,16 @@ def diff_runs(
     return _diff_sides(stored_side(store, run_a), stored_side(store, run_b), options, 0)
 
 
-def logged_events(store: Store, run_id: str) -> list[tuple[int | None, str, Any]]:
+def logged_events(store: ViewsHost, run_id: str) -> list[tuple[int | None, str, Any]]:
     """The run's logged events as (event_id, type, payload), payload decoded (or a marker
     when retention removed it)."""
-    from forkline_es.compat.views import run_events  # the views depend on the store
-
     return [
         (int(event_id), str(kind), REMOVED_PAYLOAD if payload is None else decode_json(payload))
         for event_id, _, _, kind, payload in run_events(store, run_id)
     ]
 
 
-def stored_side(store: Store, run_id: str) -> _Side:
+def stored_side(store: Host, run_id: str) -> _Side:
     """One stored run as the diff sees it, from its canonical bytes (``export_run_record``).
 
     Only what the alignment needs is decoded up front (kind, seq, path, attempt, step path

@@ -22,11 +22,11 @@ results) replay as ``not-recorded``, in the successor and in the guard's own ste
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forkline_es._logging import get_logger
 from forkline_es.errors import DeterminismViolation, RecordError
@@ -46,11 +46,32 @@ from forkline_es.values import decode_value, encode_value
 
 if TYPE_CHECKING:
     from forkline_es.recording.run import Run
-    from forkline_es.store import Store
 
 __all__ = ["Recorded", "Replayer"]
 
 _log = get_logger("forkline_es.replay")
+
+
+class Host(Protocol):
+    """What a replay asks of the store (``store.Store``, above this package)."""
+
+    @property
+    def is_sensitive(self) -> Callable[[Any], bool] | None: ...
+
+    def get_run_record(self, run_id: str) -> dict[str, Any]: ...
+
+    def start_run(
+        self,
+        workflow: str,
+        *,
+        standard: str,
+        name: str | None,
+        inputs: Any,
+        trigger: Any,
+        dry_run: bool,
+        predecessor: str | None,
+        pins: Mapping[str, str] | None,
+    ) -> Run: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +183,7 @@ class Replayer:
     the executor is done; a record with entries left over is a ``missing-step``.
     """
 
-    def __init__(self, store: Store, run_id: str, *, record: bool = False, strict: bool = False) -> None:
+    def __init__(self, store: Host, run_id: str, *, record: bool = False, strict: bool = False) -> None:
         self.store = store
         self.run_id = run_id
         self.strict = strict

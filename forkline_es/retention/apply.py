@@ -14,14 +14,17 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from forkline_es._logging import get_logger
+from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, shown
-from forkline_es.log.backend import Cursor
+from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.log.schema import SLOTS_PER_EVENT, payload_ids
+from forkline_es.projections.runner import Projections
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.recording.state import check_text
 from forkline_es.retention.feed import acknowledged_through, unacknowledged_by
@@ -36,9 +39,6 @@ from forkline_es.retention.policy import (
 from forkline_es.values import is_text, utc_now
 from forkline_es.values._time import parse_instant
 from forkline_es.vocabulary import TERMINAL_OUTCOMES
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
 
 __all__ = [
     "EvictedRun",
@@ -56,6 +56,25 @@ __all__ = [
 _log = get_logger("forkline_es.retention")
 
 Progress = Callable[[int, int], None]
+
+
+class Host(Protocol):
+    """What retention asks of the store (``store.Store``, above this package)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def log(self) -> EventLog: ...
+
+    @property
+    def projections(self) -> Projections: ...
+
+    @property
+    def artifact_files(self) -> ArtifactFiles: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +184,7 @@ def _present(cur: Cursor, run_id: str, classes: frozenset[str] | None) -> list[t
     return [(int(p), str(s)) for p, s in rows if _classes_match(s, classes)]
 
 
-def _refuse_missing(store: Store, cur: Cursor, run_id: str) -> NoReturn:
+def _refuse_missing(store: Host, cur: Cursor, run_id: str) -> NoReturn:
     evicted = store.log.eviction(run_id, cur)
     if evicted is not None:
         raise RunNotRetained(f"run {run_id!r} was already evicted at {evicted[0]} ({evicted[1]})")
@@ -181,7 +200,7 @@ def _status(cur: Cursor, run_id: str) -> tuple[str, str | None] | None:
 
 
 def remove_payloads(
-    store: Store,
+    store: Host,
     run_id: str,
     classes: frozenset[str] | None = None,
     policy: str = "manual",
@@ -237,7 +256,7 @@ def remove_payloads(
 _run_columns: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
 
-def _projection_tables(store: Store, cur: Cursor) -> tuple[tuple[str, str], ...]:
+def _projection_tables(store: Host, cur: Cursor) -> tuple[tuple[str, str], ...]:
     """(table, column) of each projection table: its rows belong to a run by ``run_id`` or,
     lacking one, by the log ``position`` they render (the runner's contract)."""
     tables = store.projections.tables
@@ -254,7 +273,7 @@ def _projection_tables(store: Store, cur: Cursor) -> tuple[tuple[str, str], ...]
     return known
 
 
-def _check_evictable(store: Store, cur: Cursor, run_id: str, force: bool) -> str:
+def _check_evictable(store: Host, cur: Cursor, run_id: str, force: bool) -> str:
     """The run's workflow, or a refusal saying why it must stay (before anything is written)."""
     rows = cur.execute(
         "SELECT workflow, status, parent FROM run_summary WHERE run_id = ?", (run_id,)
@@ -289,7 +308,7 @@ def _check_evictable(store: Store, cur: Cursor, run_id: str, force: bool) -> str
 
 
 def evict_run(
-    store: Store,
+    store: Host,
     run_id: str,
     reason: str,
     policy: str | None = None,
@@ -335,7 +354,7 @@ def evict_run(
     return EvictedRun(run_id, workflow, reason, events, payloads)
 
 
-def evictions(store: Store) -> list[dict[str, Any]]:
+def evictions(store: Host) -> list[dict[str, Any]]:
     """The tombstones still kept: run id, last position, time, reason and policy."""
     with store.log.snapshot() as cur:
         return [
@@ -346,7 +365,7 @@ def evictions(store: Store) -> list[dict[str, Any]]:
         ]
 
 
-def purge_tombstones(store: Store, older_than: timedelta | str, now: datetime | None = None) -> int:
+def purge_tombstones(store: Host, older_than: timedelta | str, now: datetime | None = None) -> int:
     """Delete eviction records older than ``older_than``; returns how many went.
 
     Afterwards lookups of those runs answer ``run-not-found``.
@@ -379,7 +398,7 @@ def _now(now: datetime | None) -> datetime:
 
 
 def apply_retention(
-    store: Store,
+    store: Host,
     policy: RetentionPolicy,
     now: datetime | None = None,
     dry_run: bool = False,
@@ -441,7 +460,7 @@ def apply_retention(
 # -- giving space back -------------------------------------------------------------------
 
 
-def _sweep_leftovers(store: Store, grace_seconds: float) -> tuple[int, int]:
+def _sweep_leftovers(store: Host, grace_seconds: float) -> tuple[int, int]:
     """What killed processes left, older than ``grace_seconds``: staging files of
     ``add_artifact`` / ``record_manifest`` and the backend's own (``rebuild --check`` copies)."""
     staged = store.artifact_files.sweep_staging(grace_seconds)
@@ -466,7 +485,7 @@ def _grace(seconds: object) -> float:
     return value
 
 
-def gc(store: Store, artifact_grace_seconds: float = 3600.0) -> GcReport:
+def gc(store: Host, artifact_grace_seconds: float = 3600.0) -> GcReport:
     """Give free pages back to the file system (incremental vacuum in short steps), empty
     the WAL, then delete artifact files that no retained run references any more.
 

@@ -11,18 +11,16 @@ the ``consumer`` table beside the log, so they survive restarts and projection r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
 from forkline_es._logging import get_logger
 from forkline_es.errors import InvalidRequest, shown
-from forkline_es.log.backend import Cursor
+from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.eventlog import EventLog
 from forkline_es.recording.state import LARGEST_NUMBER, check_text
 from forkline_es.values import utc_now
-
-if TYPE_CHECKING:
-    from forkline_es.store import Store
 
 __all__ = [
     "Completion",
@@ -39,6 +37,16 @@ __all__ = [
 _log = get_logger("forkline_es.retention")
 
 _status: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+class Host(Protocol):
+    """What the feed asks of the store (``store.Store``, above this package)."""
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def log(self) -> EventLog: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,7 @@ def _known(cur: Cursor, name: str) -> Consumer:
     return consumer
 
 
-def register_consumer(store: Store, name: str, since: Literal["start", "now"] = "start") -> Consumer:
+def register_consumer(store: Host, name: str, since: Literal["start", "now"] = "start") -> Consumer:
     """Register ``name`` (idempotent: an existing consumer keeps its checkpoint).
 
     ``since="start"`` sees every retained completion; ``"now"`` only later ones.
@@ -109,7 +117,7 @@ def register_consumer(store: Store, name: str, since: Literal["start", "now"] = 
     return consumer
 
 
-def unregister_consumer(store: Store, name: str) -> bool:
+def unregister_consumer(store: Host, name: str) -> bool:
     """Drop a consumer and the protection it gave; True when it existed."""
     _check_name(name)
     with store.log.transaction("unregister consumer") as cur:
@@ -119,7 +127,7 @@ def unregister_consumer(store: Store, name: str) -> bool:
     return dropped
 
 
-def consumers(store: Store) -> list[Consumer]:
+def consumers(store: Host) -> list[Consumer]:
     with store.log.snapshot() as cur:
         return [
             Consumer(*r)
@@ -128,7 +136,7 @@ def consumers(store: Store) -> list[Consumer]:
 
 
 def completions(
-    store: Store, consumer: str | None = None, after: int = 0, limit: int = 100
+    store: Host, consumer: str | None = None, after: int = 0, limit: int = 100
 ) -> list[Completion]:
     """Retained runs that concluded after ``consumer``'s checkpoint (or ``after``), oldest first."""
     if type(limit) is not int or not 1 <= limit <= LARGEST_NUMBER:
@@ -148,7 +156,7 @@ def completions(
     return [Completion(p, r, w, str(_status.decode(b)["status"]), at) for p, r, w, b, at in rows]
 
 
-def acknowledge(store: Store, consumer: str, position: int) -> Consumer:
+def acknowledge(store: Host, consumer: str, position: int) -> Consumer:
     """Move ``consumer``'s checkpoint to ``position``; an older position changes nothing."""
     _check_name(consumer)
     if type(position) is not int or not 0 <= position <= LARGEST_NUMBER:

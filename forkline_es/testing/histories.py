@@ -25,11 +25,15 @@ from typing import Any, Final
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-import forkline_es as fe
 from forkline_es.compat.recorder import logged_event
 from forkline_es.log.connection import Connection
 from forkline_es.log.events import ONE_OFF_KEY
+from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
+from forkline_es.recording.run import Run
 from forkline_es.recording.state import orphaned_by
+from forkline_es.redaction import RedactionPolicy
+from forkline_es.store import Store
+from forkline_es.values import FileRef
 
 __all__ = [
     "ARTIFACT",
@@ -82,7 +86,7 @@ def payload_values() -> st.SearchStrategy[Any]:
             timezones=st.just(dt.UTC),
         ),
         st.integers(min_value=-(10**9), max_value=10**9).map(lambda ms: dt.timedelta(milliseconds=ms)),
-        st.builds(fe.FileRef, st.sampled_from(["s3://b/k", "file:///tmp/x"]), name=st.none() | st.just("x")),
+        st.builds(FileRef, st.sampled_from(["s3://b/k", "file:///tmp/x"]), name=st.none() | st.just("x")),
     )
     # Keys that look like the document's own members or the reader's private markers too:
     # a user map may hold any key, and nothing may read them as structure.
@@ -95,15 +99,15 @@ def payload_values() -> st.SearchStrategy[Any]:
 
 
 def payload_args(dry_run: bool = False) -> st.SearchStrategy[Any]:
-    """What a recorder call may pass for one payload slot (``fe.MISSING`` = nothing)."""
+    """What a recorder call may pass for one payload slot (``MISSING`` = nothing)."""
     return _PAYLOAD_ARGS[dry_run]
 
 
 def _payload_args(dry_run: bool) -> st.SearchStrategy[Any]:
     options = [
-        st.just(fe.MISSING),
-        st.just(fe.NOT_RECORDED),
-        payload_values().map(fe.Sensitive),
+        st.just(MISSING),
+        st.just(NOT_RECORDED),
+        payload_values().map(Sensitive),
         payload_values(),
     ]
     if dry_run:
@@ -112,8 +116,8 @@ def _payload_args(dry_run: bool) -> st.SearchStrategy[Any]:
         )
         # The suppression is kept whatever the value's availability (002), so unavailable
         # partial values are drawn too.
-        partial_of = payload_values() | st.just(fe.NOT_RECORDED) | payload_values().map(fe.Sensitive)
-        options.append(st.builds(fe.Partial, partial_of, suppressed))
+        partial_of = payload_values() | st.just(NOT_RECORDED) | payload_values().map(Sensitive)
+        options.append(st.builds(Partial, partial_of, suppressed))
     return st.one_of(*options)
 
 
@@ -144,14 +148,14 @@ class HistoryMachine(RuleBasedStateMachine):
         super().__init__()
         self.store = self.open_store()
         self.stores = [self.store, *self.open_others(self.store)]
-        self.handles: dict[str, fe.Run] = {}
+        self.handles: dict[str, Run] = {}
         self.dry: dict[str, bool] = {}
         self.counter = 0
 
-    def open_store(self) -> fe.Store:
-        return fe.Store.open(":memory:")
+    def open_store(self) -> Store:
+        return Store.open(":memory:")
 
-    def open_others(self, store: fe.Store) -> list[fe.Store]:
+    def open_others(self, store: Store) -> list[Store]:
         """More stores on ``store``'s database; none by default (``:memory:`` is not shared)."""
         return []
 
@@ -164,7 +168,7 @@ class HistoryMachine(RuleBasedStateMachine):
     def _open_runs(self) -> list[str]:
         return sorted(r for r, h in self.handles.items() if not h._state.concluded)
 
-    def _pick(self, data: st.DataObject) -> fe.Run:
+    def _pick(self, data: st.DataObject) -> Run:
         return self.handles[data.draw(st.sampled_from(self._open_runs()), label="run")]
 
     def _new_id(self) -> str:
@@ -304,7 +308,7 @@ class HistoryMachine(RuleBasedStateMachine):
         run's state right."""
         run = self._pick(data)
         payload = data.draw(st.dictionaries(st.sampled_from("ab"), st.integers() | st.text(max_size=4)))
-        event, payloads = logged_event(fe.RedactionPolicy.none(), "note", payload)
+        event, payloads = logged_event(RedactionPolicy.none(), "note", payload)
         self.counter += 1
         run._append_event(event, f"{ONE_OFF_KEY}{self.counter}", payloads)  # as RunRecorder's
 
@@ -347,7 +351,7 @@ class HistoryMachine(RuleBasedStateMachine):
             path=data.draw(st.none() | step_paths(), label="path"),
             code=data.draw(st.none() | st.just("boom"), label="code"),
             reason=data.draw(st.none() | st.just("done"), label="reason"),
-            outputs=fe.MISSING if outputs is None else outputs,
+            outputs=MISSING if outputs is None else outputs,
         )
 
 

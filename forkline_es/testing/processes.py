@@ -15,6 +15,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from forkline_es.store import Store
+
 __all__ = ["SnapshotReader", "StepWriters", "wal_size"]
 
 # A read-write connection: a read-only one may read the file without the WAL's locks.
@@ -109,9 +111,7 @@ class StepWriters:
         self._procs: list[subprocess.Popen[str]] = []
 
     def __enter__(self) -> StepWriters:
-        import forkline_es as fe  # the store exists before the writers race to create it
-
-        fe.Store.open(self._db).close()
+        Store.open(self._db).close()  # the store exists before the writers race to create it
         self._stop.unlink(missing_ok=True)
         for who in range(self._n):
             args = [sys.executable, "-c", _WRITER, self._db, str(who), str(self._stop)]

@@ -1,6 +1,6 @@
 """Typed values, canonical JSON and digests: the only encoder and hasher of forkline_es."""
 
-from forkline_es.values._canonical import canonical_json, decode_json, is_text
+from forkline_es.values._canonical import canonical_json, check_text, decode_json, is_text
 from forkline_es.values._digest import is_digest, sha256_digest
 from forkline_es.values._file import FileRef
 from forkline_es.values._time import (
@@ -25,6 +25,7 @@ __all__ = [
     "Timestamp",
     "canonical_json",
     "canonical_timestamp",
+    "check_text",
     "decode_json",
     "decode_value",
     "decode_value_json",

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, overload
 
 import msgspec
 
+from forkline_es.errors import InvalidRequest, shown
 from forkline_es.values._bigint import SMALL_BITS, int_from_text, int_text
 from forkline_es.values._paths import KeyAt, Refused, refused_to_invalid
 
@@ -177,3 +178,23 @@ def decode_json(data: bytes | bytearray | memoryview | str) -> Any:
         raise msgspec.DecodeError("JSON is nested too deeply to read") from None
     except ValueError as e:
         raise msgspec.DecodeError(f"JSON is malformed: {e}") from None
+
+
+@overload
+def check_text(value: object, what: str) -> str: ...
+@overload
+def check_text(value: object, what: str, *, optional: bool) -> str | None: ...
+def check_text(value: object, what: str, *, optional: bool = False) -> str | None:
+    """``value`` when it is a nonempty string UTF-8 can encode, without NUL (None too when
+    ``optional``), else ``invalid-request`` naming ``what``.
+
+    NUL is refused: C tools (sqlite3's shell, terminals, log shippers) cut text at it, so
+    ``a\\x00b`` would show as ``a`` and could pass for another run, workflow or code.
+    """
+    if value is None and optional:
+        return None
+    if not is_text(value) or "\x00" in value:
+        raise InvalidRequest(
+            f"{what} must be a nonempty string of Unicode text without NUL, not {shown(value)}"
+        )
+    return value

@@ -24,6 +24,7 @@ import forkline_es as fe
 from forkline_es.log.sqlite import SqliteBackend
 from forkline_es.projections.check import compare_tables, run_differences
 from forkline_es.schema import definition, run_record_schema
+from forkline_es.store import extra_projectors
 from forkline_es.testing.histories import HistoryMachine, reference_documents, reference_summaries
 
 DOCUMENT = jsonschema.Draft202012Validator(run_record_schema())
@@ -114,7 +115,7 @@ class ReplayMachine(HistoryMachine):
                     check_document(doc)
                     # verify's premise: a run's own rows fold into its projections.
                     with self.store.log.snapshot() as cur:
-                        assert run_differences(self.store.log, cur, run_id) == []
+                        assert run_differences(self.store.log, cur, run_id, extra_projectors) == []
                     self.validated[run_id] = text
                 for path, step in doc["steps"].items():
                     assert dumps(self.store.get_step_record(run_id, path)) == dumps(step)
