@@ -476,7 +476,6 @@ def _verify_run(
     with_store: bool,
 ) -> VerifyReport:
     sums = sums if sums is not None else Checksums()
-    files = store.artifact_files
     problems: list[Problem] = []
     events = artifacts = manifests = 0
     to_check: list[tuple[int, ArtifactAdded | ManifestRecorded]] = []
@@ -518,7 +517,11 @@ def _verify_run(
             if projections and not any(p.kind in _CHAIN_KINDS for p in problems):
                 assert refolder is not None  # verify_run and verify_all make one when asked for projections
                 problems.extend(_projection_problems(cur, run_id, rows, values, refolder))
-    for seq, event in to_check:  # files are read outside the read transaction
+    # Files are read outside the read transaction. A run with none needs no folder (a
+    # PostgreSQL store opened without ``artifacts=`` has none to give).
+    files = store.artifact_files if to_check else None
+    for seq, event in to_check:
+        assert files is not None
         if isinstance(event, ArtifactAdded):
             artifacts += 1
             problems.extend(_artifact_problems(seq, event, files, sums))

@@ -1,0 +1,74 @@
+"""The roles docs/postgres.md gives executors and retention, run as the doc writes them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import forkline_es as fe
+
+DOC = Path(__file__).parents[2] / "docs" / "postgres.md"
+
+
+def doc_sql(marker: str) -> str:
+    """The ```sql block that follows ``<!-- roles:marker -->`` in docs/postgres.md."""
+    found = re.search(rf"<!-- roles:{marker} -->\n```sql\n(.*?)```", DOC.read_text(), re.S)
+    assert found is not None, f"docs/postgres.md has no roles:{marker} block"
+    return found[1]
+
+
+def as_role(dsn: str, role: str) -> str:
+    return re.sub(r"^postgresql://[^@]+@", f"postgresql://{role}@", dsn)
+
+
+def test_the_documented_roles_record_and_retain_and_rewrite_nothing(pg_dsn: str) -> None:
+    database = pg_dsn.rsplit("/", 1)[1]
+    app, maintenance = f"{database}_app", f"{database}_maint"  # roles are the whole server's
+    with fe.Store.open(pg_dsn) as owner:  # the owner creates the schema
+        owner.start_run("wf", run_id="old").conclude("succeeded")
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        for marker in ("application", "maintenance"):
+            sql = doc_sql(marker).replace("fe_maintenance", maintenance).replace("fe_app", app)
+            for statement in filter(str.strip, sql.split(";")):
+                c.execute(statement)
+    try:
+        with fe.Store.open(as_role(pg_dsn, app)) as store:
+            run = store.start_run("wf", run_id="r", inputs={"q": "hello"})
+            run.begin_step("s")
+            run.end_step("s", "succeeded")
+            run.conclude("succeeded")
+            assert [e["kind"] for e in store.get_run_record("r")["entries"]][-1] == "conclude"
+            with pytest.raises(fe.StoreError):  # retention is not the executor's to do
+                store.evict_run("old", reason="not mine")
+            assert store.get_run_record("old")["run"]["status"] == "succeeded"
+        for statement in (
+            "DELETE FROM log",
+            "UPDATE log SET kind = 'x'",
+            "TRUNCATE log",
+            "DELETE FROM payload",
+        ):
+            with (
+                psycopg.connect(as_role(pg_dsn, app), autocommit=True) as c,
+                pytest.raises(psycopg.errors.InsufficientPrivilege),
+            ):
+                c.execute(statement)
+        with fe.Store.open(as_role(pg_dsn, maintenance)) as store:
+            store.remove_payloads("r", reason="privacy")
+            store.evict_run("old", reason="expired")
+            store.register_consumer("billing")
+            with pytest.raises(fe.RunNotRetained):
+                store.get_run_record("old")
+            assert store.verify_run("r").ok
+        with (
+            psycopg.connect(as_role(pg_dsn, maintenance), autocommit=True) as c,
+            pytest.raises(psycopg.errors.RestrictViolation),
+        ):
+            c.execute("DELETE FROM log WHERE run_id = 'r'")  # the triggers still decide
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as c:
+            for role in (maintenance, app):
+                c.execute(f"DROP OWNED BY {role}")
+                c.execute(f"DROP ROLE {role}")
