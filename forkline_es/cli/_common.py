@@ -18,7 +18,7 @@ import click
 import msgspec
 
 from forkline_es.errors import RecordError, StoreDamaged, StoreError
-from forkline_es.log.opening import DRIVER_ERRORS, translate_driver_error
+from forkline_es.log.opening import DRIVER_ERRORS, is_dsn, translate_driver_error
 from forkline_es.store import Store
 
 __all__ = [
@@ -94,8 +94,11 @@ def _refuse_missing(db: str) -> None:
     """A missing database is an error that suggests the demo.
 
     An empty file counts as missing: SQLite would take it for an empty database, and
-    opening it would write a schema into it, which a read never does.
+    opening it would write a schema into it, which a read never does. A PostgreSQL URL is
+    the server's to answer (a database without the schema is refused when opened).
     """
+    if is_dsn(db):
+        return
     if not os.path.exists(db) or os.path.getsize(db) == 0:
         what = "an empty file" if os.path.exists(db) else "no database"
         fail(f"{what} at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")

@@ -48,14 +48,17 @@ class SectionedGroup(click.Group):
 @click.option(
     "--db",
     default=None,
+    envvar="FORKLINE_ES_DB",
     type=click.Path(dir_okay=False),
-    help="The database for every subcommand (each also takes --db; default runs.db).",
+    help="The database for every subcommand: a SQLite file or a postgresql:// URL (each "
+    "also takes --db; default $FORKLINE_ES_DB, else runs.db).",
 )
 @click.pass_context
 def main(ctx: click.Context, db: str | None) -> None:
     """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log.
 
-    Every command takes --db PATH (default runs.db), before or after its name; read
+    Every command takes --db PATH or a postgresql:// URL (default $FORKLINE_ES_DB, else
+    runs.db), before or after its name; read
     commands take --json. Exit status: 0 success, 1 a check found a difference or a
     mismatch, 2 a usage error or a refusal (its code is printed).
     """
