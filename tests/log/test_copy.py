@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 import forkline_es as fe
 from forkline_es.copying import copy_store
+from forkline_es.log.copy import copy_log
 
 
 def record(store: fe.Store, conclude: bool = True) -> str:
@@ -131,3 +133,58 @@ def test_the_cli_copies_through_its_entry_point_and_refuses_a_second_time(tmp_pa
         assert tables(copy) == before
     again = subprocess.run(cli, capture_output=True, text=True, check=False)
     assert again.returncode == 2 and "invalid-request" in again.stderr and "not empty" in again.stderr
+
+
+def test_the_cli_takes_its_source_from_db(tmp_path: Path) -> None:
+    with fe.Store.open(tmp_path / "a.db") as store:
+        record(store)
+        before = tables(store)
+    forkline_es = str(Path(sys.executable).parent / "forkline-es")
+    done = subprocess.run(
+        [forkline_es, "--db", str(tmp_path / "a.db"), "copy", str(tmp_path / "b.db"), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["log_rows"] == len(before["log"])
+    with fe.Store.open(tmp_path / "b.db") as copy:
+        assert tables(copy) == before
+    both = subprocess.run(
+        [forkline_es, "copy", "--db", "x.db", str(tmp_path / "a.db"), str(tmp_path / "c.db")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert both.returncode == 2 and not (tmp_path / "c.db").exists()
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 1000])
+def test_every_batch_size_copies_the_same_rows(tmp_path: Path, batch: int) -> None:
+    with fe.Store.open(tmp_path / "a.db") as store:
+        populate(store, tmp_path)
+        before = tables(store)
+    seen: list[int] = []
+    with fe.Store.open(tmp_path / "a.db", read_only=True) as src, fe.Store.open(tmp_path / "b.db") as dst:
+        assert copy_log(src.backend, dst.backend, lambda done, total: seen.append(done), batch=batch) == len(
+            before["log"]
+        )
+    assert seen == sorted(seen) and len(seen) == 1 + -(-len(before["log"]) // batch)
+    with fe.Store.open(tmp_path / "b.db") as copy:
+        copy.rebuild_projections()
+        assert tables(copy) == before
+
+
+def test_a_non_empty_postgresql_destination_is_refused_and_left_untouched(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    with fe.Store.open(tmp_path / "a.db") as store:
+        record(store)
+    with fe.Store.open(pg_dsn) as pg:
+        pg.register_consumer("only-a-consumer")
+        held = pg.conn.execute("SELECT * FROM consumer").fetchall()
+    with pytest.raises(fe.InvalidRequest, match=r"not empty.*consumer"):
+        copy_store(tmp_path / "a.db", pg_dsn)
+    with fe.Store.open(pg_dsn) as pg:
+        assert pg.conn.execute("SELECT * FROM consumer").fetchall() == held
+        assert pg.conn.execute("SELECT count(*) FROM log").fetchall()[0][0] == 0
