@@ -302,6 +302,12 @@ class PostgresBackend:
                     f"CREATE TABLE {name}.{table} (LIKE {table} INCLUDING DEFAULTS INCLUDING INDEXES)"
                 )
                 cur.execute(f"INSERT INTO {name}.{table} SELECT * FROM {table}")
+            # A stand-in for each live view, so that a refold's unqualified DROP VIEW there
+            # finds the copy's first and never drops the live one (the real one is made next).
+            for (view,) in cur.execute(
+                "SELECT table_name FROM information_schema.views WHERE table_schema = current_schema()"
+            ).fetchall():
+                cur.execute(f'CREATE VIEW {name}."{view}" AS SELECT 1 AS placeholder')
             cur.execute("COMMIT")
         except BaseException as e:
             self._rollback()
