@@ -302,7 +302,7 @@ class Projections:
     def _refold(self, cur: Cursor, progress: Progress | None = None) -> int:
         dialect = self.log.dialect
         for table in self.tables:
-            cur.execute(f"DROP TABLE IF EXISTS {table}")
+            cur.execute(dialect.ddl(f"DROP TABLE IF EXISTS {table};"))  # views over it go too
         cur.execute(dialect.ddl(DDL))
         for p in self.extra:
             cur.execute(dialect.ddl(p.ddl))

@@ -31,3 +31,11 @@ def test_the_location_shown_never_holds_the_password(pg_dsn: str) -> None:
     with_password = pg_dsn.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
     with fe.Store.open(with_password) as store:
         assert "s3cret" not in store.path
+
+
+def test_a_rebuild_and_a_check_on_postgresql_keep_the_views_over_its_tables(pg_dsn: str) -> None:
+    with fe.Store.open(pg_dsn) as store:
+        store.start_run("wf", run_id="r")
+        assert store.rebuild_projections() == 1  # the runs view depends on run_summary
+        assert store.check_projections() == []  # its refold in a scratch schema leaves the live views
+        assert [row[0] for row in store.conn.execute("SELECT run_id FROM runs").fetchall()] == ["r"]

@@ -52,6 +52,7 @@ class PostgresDialect:
 
     _JSON_PATH: Final = re.compile(r"json_extract\(([\w.]+), '\$\.([\w.]+)'\)")
     _TYPELESS: Final = re.compile(r"^(\s*value\s+)NOT NULL", re.MULTILINE)
+    _DROP_TABLE: Final = re.compile(r"(\bDROP TABLE IF EXISTS \w+);")
     _TEMP: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
 
     def each(self, alias: str, of: str = "int") -> str:
@@ -66,8 +67,10 @@ class PostgresDialect:
     def ddl(self, template: str) -> str:
         """SQLite's DDL words in PostgreSQL's: no ``WITHOUT ROWID``, 64-bit integers, text in
         code-point order (``COLLATE "C"``), an untyped ``value`` numeric, ``json_extract`` as
-        ``#>>``, and no unary ``+`` (SQLite's hint not to use an index)."""
+        ``#>>``, no unary ``+`` (SQLite's hint not to use an index), and a dropped table
+        taking the views over it along (SQLite leaves them; the projectors recreate them)."""
         sql = template.replace(") WITHOUT ROWID;", ");")
+        sql = self._DROP_TABLE.sub(r"\1 CASCADE;", sql)
         sql = re.sub(r"\bINTEGER\b", "bigint", sql)
         sql = re.sub(r"\bTEXT\b", 'text COLLATE "C"', sql)
         sql = self._TYPELESS.sub(r"\1numeric NOT NULL", sql)
@@ -299,6 +302,12 @@ class PostgresBackend:
                     f"CREATE TABLE {name}.{table} (LIKE {table} INCLUDING DEFAULTS INCLUDING INDEXES)"
                 )
                 cur.execute(f"INSERT INTO {name}.{table} SELECT * FROM {table}")
+            # A stand-in for each live view, so that a refold's unqualified DROP VIEW there
+            # finds the copy's first and never drops the live one (the real one is made next).
+            for (view,) in cur.execute(
+                "SELECT table_name FROM information_schema.views WHERE table_schema = current_schema()"
+            ).fetchall():
+                cur.execute(f'CREATE VIEW {name}."{view}" AS SELECT 1 AS placeholder')
             cur.execute("COMMIT")
         except BaseException as e:
             self._rollback()
