@@ -39,6 +39,7 @@ class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
     pins: dict[str, str] | None = None
     env: dict[str, str] | None = None
     slots: dict[str, SlotRef] = {}
+    labels: dict[str, str] | None = None
 
 
 class StepView(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -107,6 +107,8 @@ def render_listed(summary: RunSummary) -> dict[str, Any]:
     }
     if summary.name is not None:
         run["name"] = summary.name
+    if summary.labels:
+        run["x-labels"] = summary.labels
     return run
 
 

@@ -7,7 +7,7 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, overload
 
@@ -131,6 +131,28 @@ def check_text(value: object, what: str, *, optional: bool = False) -> str | Non
             f"{what} must be a nonempty string of Unicode text without NUL, not {shown(value)}"
         )
     return value
+
+
+def check_labels(labels: object) -> dict[str, str] | None:
+    """``labels`` as a run records them: a map of names (text without NUL or ``=``, which the
+    CLI's ``--label name=value`` splits on) to string values; None or empty records none."""
+    if labels is None:
+        return None
+    if not isinstance(labels, Mapping):
+        raise InvalidRequest(
+            f"labels is a map of names to strings, like {{'customer': 'c-42'}}, not {shown(labels)}"
+        )
+    for name, value in labels.items():
+        if not is_text(name) or "\x00" in name or "=" in name:
+            raise InvalidRequest(
+                f"label name {shown(name)} must be a nonempty string of Unicode text without NUL or '='"
+            )
+        if type(value) is not str or (value and not is_text(value)) or "\x00" in value:
+            raise InvalidRequest(
+                f"label {name!r} has the value {shown(value)}: label values are strings of Unicode "
+                "text without NUL (convert numbers and other values to text first)"
+            )
+    return dict(labels) or None
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ __all__ = [
     "is_valid_zone",
     "parse_canonical_timestamp",
     "parse_instant",
+    "time_key",
     "timedelta_ms",
     "utc_now",
     "utc_text",
@@ -55,6 +56,14 @@ def utc_text(dt: datetime) -> str:
     if u.microsecond:
         return f"{text}.{u.microsecond:06d}".rstrip("0") + "Z"
     return text + "Z"
+
+
+def time_key(text: str) -> str:
+    """Canonical UTC text in a fixed width (six fraction digits, no ``Z``), whose text
+    order is time order: the canonical form drops a zero fraction, and ``...:05Z`` sorts
+    after ``...:05.5Z`` as text. Indexes that order runs by time hold this key."""
+    base, _, fraction = text[:-1].partition(".")
+    return f"{base}.{fraction.ljust(6, '0')}"
 
 
 def parse_instant(text: str) -> datetime | None:
