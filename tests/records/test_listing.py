@@ -25,7 +25,9 @@ TIMES = [
 STATUSES = ("active", "held", "succeeded")
 
 
-def record(store: fe.Store, rid: str, at: str, status: str, labels: dict[str, str], parent: str | None) -> None:
+def record(
+    store: fe.Store, rid: str, at: str, status: str, labels: dict[str, str], parent: str | None
+) -> None:
     with store._recorded_at(at):
         run = store.start_run("wf/a" if rid < "m" else "wf/b", run_id=rid, labels=labels, parent=parent)
         if status == "held":
@@ -143,7 +145,7 @@ def test_since_takes_an_age_a_datetime_or_a_timestamp(backend_store: fe.Store) -
         {"status": 3},
         {"since": "yesterday"},
         {"since": "2026-05-01T12:00:00"},  # no offset: which zone?
-        {"since": datetime(2026, 5, 1)},  # noqa: DTZ001 - naive on purpose
+        {"since": datetime(2026, 5, 1)},  # naive on purpose
         {"until": "-2h"},
         {"limit": 0},
         {"limit": True},
