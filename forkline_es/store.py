@@ -392,6 +392,12 @@ class Store:
             before=before,
         )
 
+    def resolve_run_id(self, given: str) -> str:
+        """The full id of the one run whose id starts with ``given`` (``given`` itself when a
+        run has exactly that id, or none matches); several matches are ``invalid-request``
+        naming them. What the CLI does with every run id it is given."""
+        return listing.resolve_run_id(self, given)
+
     def get_run_record(self, run_id: str) -> dict[str, Any]:
         """The run record document (002), as one coherent snapshot."""
         return operations.get_run_record(self, run_id)

@@ -256,6 +256,14 @@ class Persister:
             params.append(q.limit)
         return [_summary_dec.decode(s) for (s,) in cur.execute(sql, params)]
 
+    def run_ids_from(self, cur: Cursor, start: str, limit: int) -> list[str]:
+        """The first ``limit`` run ids at or after ``start`` in code point order: the ids a
+        prefix ``start`` names come first (one range of the primary key)."""
+        rows = cur.execute(
+            "SELECT run_id FROM run_summary WHERE run_id >= ? ORDER BY run_id LIMIT ?", (start, limit)
+        )
+        return [rid for (rid,) in rows]
+
     def _driver(self, cur: Cursor, labels: list[tuple[str, str]], statuses: tuple[str, ...]) -> int | None:
         """Which label's rows a listing reads along (its index in ``labels``), or None for
         ``run_summary``'s own indexes: the filter matching the fewest runs, counted up to

@@ -23,7 +23,10 @@ from forkline_es.vocabulary import NONTERMINAL_STATUSES, TERMINAL_OUTCOMES
 if TYPE_CHECKING:
     from forkline_es.store import Store
 
-__all__ = ["list_runs", "run_query"]
+__all__ = ["list_runs", "resolve_run_id", "run_query"]
+
+#: How many runs an ambiguous prefix's refusal names.
+_CANDIDATES = 5
 
 _STATUSES = NONTERMINAL_STATUSES | TERMINAL_OUTCOMES
 
@@ -117,3 +120,25 @@ def list_runs(
                 )
             query = replace(query, before=(key, before))
         return [render_listed(s) for s in persist.list_summaries(cur, query)]
+
+
+def resolve_run_id(store: Store, given: str) -> str:
+    """The run id ``given`` names: itself when a run (or an eviction record) has it, else
+    the one retained run whose id starts with it. ``given`` comes back unchanged when no
+    run matches, so the caller's lookup refuses it as usual; a prefix of several runs is
+    ``invalid-request`` naming them."""
+    check_text(given, "a run id")
+    with store.log.snapshot() as cur:
+        if store.log.eviction(given, cur) is not None:
+            return given
+        found = store.projections.persist.run_ids_from(cur, given, _CANDIDATES + 1)
+    matches = [rid for rid in found if rid.startswith(given)]
+    if given in matches or not matches:
+        return given
+    if len(matches) == 1:
+        return matches[0]
+    more = ", ..." if len(matches) > _CANDIDATES else ""
+    raise InvalidRequest(
+        f"run id prefix {given!r} is ambiguous: it starts {', '.join(matches[:_CANDIDATES])}{more}; "
+        "give more of the id"
+    )
