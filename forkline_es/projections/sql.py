@@ -40,6 +40,8 @@ _SAVE_LABEL: Final = (
     "INSERT INTO run_label (name, value, started_key, run_id) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (name, value, started_key, run_id) DO NOTHING"
 )
+#: The time of a run's last row, as a scalar subquery (the log's (run_id, seq) key reads it).
+_LAST_AT: Final = "(SELECT l.at FROM log AS l WHERE l.run_id = {run} ORDER BY l.seq DESC LIMIT 1)"
 #: How many runs ``Persister._driver`` counts of a filter at most, to find the rarest.
 _PROBE: Final = 1_000
 _COUNT_LABEL: Final = (
@@ -201,7 +203,12 @@ class Persister:
         rows = cur.execute("SELECT started_key FROM run_summary WHERE run_id = ?", (run_id,)).fetchall()
         return rows[0][0] if rows else None
 
-    def list_summaries(self, cur: Cursor, q: RunQuery) -> list[RunSummary]:
+    def updated_at(self, cur: Cursor, run_id: str) -> str | None:
+        """The time of the run's last log row (``x-updated-at``)."""
+        rows = cur.execute(f"SELECT {_LAST_AT.format(run='?')}", (run_id,)).fetchall()
+        return rows[0][0] if rows else None
+
+    def list_summaries(self, cur: Cursor, q: RunQuery) -> list[tuple[RunSummary, str | None]]:
         """The summaries ``q`` selects, newest first (``started_key``, then ``run_id``, both
         descending), read along an index in that order so that a page stops after ``limit``.
 
@@ -247,14 +254,14 @@ class Persister:
             at, run_id = q.before
             where.append(f"{key} <= ? AND ({key} < ? OR {rid} < ?)")
             params += [at, at, run_id]
-        sql = f"SELECT s.state FROM {source}"
+        sql = f"SELECT s.state, {_LAST_AT.format(run='s.run_id')} FROM {source}"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY {key} DESC, {rid} DESC"
         if q.limit is not None:
             sql += " LIMIT ?"
             params.append(q.limit)
-        return [_summary_dec.decode(s) for (s,) in cur.execute(sql, params)]
+        return [(_summary_dec.decode(s), at) for s, at in cur.execute(sql, params)]
 
     def run_ids_from(self, cur: Cursor, start: str, limit: int) -> list[str]:
         """The first ``limit`` run ids at or after ``start`` in code point order: the ids a

@@ -119,7 +119,7 @@ def list_runs(
                     "list again from the newest run"
                 )
             query = replace(query, before=(key, before))
-        return [render_listed(s) for s in persist.list_summaries(cur, query)]
+        return [render_listed(s, at) for s, at in persist.list_summaries(cur, query)]
 
 
 def resolve_run_id(store: Store, given: str) -> str:

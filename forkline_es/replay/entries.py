@@ -18,9 +18,19 @@ comparison by position in the document, never by a field name inside a user valu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["Key", "active_entries", "comparable", "entry_path", "key_of", "keys_of", "placement"]
+__all__ = [
+    "TIME_MEMBERS",
+    "Key",
+    "active_entries",
+    "comparable",
+    "entry_path",
+    "key_of",
+    "keys_of",
+    "placement",
+    "without_varying",
+]
 
 #: (entry kind, step path or "", attempt or 0, step status or "", occurrence number)
 Key = tuple[str, str, int, str, int]
@@ -83,12 +93,24 @@ def entry_path(entry: Mapping[str, Any]) -> str | None:
     return path if isinstance(path, str) else None
 
 
+#: The ``x-`` members that say when something was recorded: they differ between any two
+#: runs, so neither a diff, the Replayer nor a golden baseline compares them.
+TIME_MEMBERS: Final = frozenset({"x-at", "x-started-at", "x-ended-at", "x-updated-at"})
+_ENTRY_VARIES: Final = TIME_MEMBERS | {"seq", "generation"}
+_STEP_VARIES: Final = TIME_MEMBERS | {"generation"}
+
+
 def comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry without what varies between runs (seq, generations, child run id)."""
-    out = {k: v for k, v in entry.items() if k not in ("seq", "generation")}
+    """The entry without what varies between runs (seq, generations, child run id, times)."""
+    out = {k: v for k, v in entry.items() if k not in _ENTRY_VARIES}
     if out.get("kind") == "child":
         out.pop("child", None)
     step = out.get("step")
     if isinstance(step, dict):
-        out["step"] = {k: v for k, v in step.items() if k != "generation"}
+        out["step"] = without_varying(step)
     return out
+
+
+def without_varying(step: Mapping[str, Any]) -> dict[str, Any]:
+    """A step record without its generation and its times."""
+    return {k: v for k, v in step.items() if k not in _STEP_VARIES}

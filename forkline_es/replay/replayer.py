@@ -113,6 +113,8 @@ class _Step:
     code: str | None = None
     branch: dict[str, Any] | None = None
     slots: dict[str, Any] | None = None
+    attempt: int | None = None
+    attempts: int = 0
 
     def render(self) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -126,6 +128,7 @@ class _Step:
             record["code"] = self.code
         if self.branch is not None:
             record["branch"] = self.branch
+        record["x-attempts"] = self.attempts
         return record
 
 
@@ -161,7 +164,14 @@ class Replayer:
         step = self._steps.get(path) or _Step(path)
         slots = self._slots(arguments=arguments)
         after = _Step(
-            path, step.status, step.outcome, step.code, step.branch, {**(step.slots or {}), **slots}
+            path,
+            step.status,
+            step.outcome,
+            step.code,
+            step.branch,
+            {**(step.slots or {}), **slots},
+            step.attempt,
+            step.attempts,
         )
         self._check({"kind": "step", "step": after.render()}, lambda run: run.begin_step(path, arguments))
         self._steps[path] = after
@@ -213,6 +223,8 @@ class Replayer:
         step = self._steps.get(path) or _Step(path)
         kept = {k: v for k, v in (step.slots or {}).items() if k not in ("result", "details")}
         step.slots, step.code = {**kept, **slots}, None
+        step.attempts += attempt != step.attempt
+        step.attempt = attempt
         self._steps[path] = step
         n = self._keys[at][4]
         found = self._index.get(("result", path, attempt, "", n))
@@ -251,6 +263,8 @@ class Replayer:
             code if code is not None else step.code,
             check_branch(branch),
             {**(step.slots or {}), **slots},
+            step.attempt,
+            step.attempts,
         )
         self._check(
             {"kind": "step", "step": after.render()},
