@@ -167,6 +167,21 @@ class EntryFact:
     superseded: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """An entry of work a crash may have cut short: ``kind`` is the entry kind (``step``,
+    ``invoke``, ``result``, ``child``); ``attempt`` is set for invokes and results."""
+
+    seq: int
+    kind: str
+    path: str
+    attempt: int | None = None
+
+
+#: Entries that are never work in flight (and that a recovery may not supersede, or concludes).
+_NOT_WORK: Final = frozenset({"run-started", "recovered", "run-concluded"})
+
+
 @dataclass(slots=True)
 class RunState:
     """Everything the log says about one run that a recording call can be refused on."""
@@ -285,6 +300,24 @@ class RunState:
                 status = "ended" if fact.log_kind == "step-ended" else "active"
                 if self.path_status.get(path) != "ended":
                     self.path_status[path] = status
+
+    def in_flight(self) -> list[InFlight]:
+        """The entries no recovery superseded of every step not ended, in seq order: what a
+        recovery after a crash supersedes so the steps run afresh (superseding all of a
+        step's entries never orphans one, which ``check_recover`` would refuse)."""
+        return [
+            InFlight(f.entry, ENTRY_KINDS[f.log_kind], f.path, f.attempt)
+            for f in self.facts
+            if not f.superseded
+            and f.path is not None
+            and f.log_kind not in _NOT_WORK
+            and self.path_status.get(f.path) != "ended"
+        ]
+
+    def next_attempt(self, path: str) -> int:
+        """One more than the highest attempt ever invoked at ``path``, superseded ones too:
+        attempt numbers are never reused."""
+        return self.max_attempt.get(path, 0) + 1
 
     # -- checks (raise before anything is appended) -----------------------------------
 
