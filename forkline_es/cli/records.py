@@ -30,6 +30,7 @@ from forkline_es.cli._common import (
 )
 from forkline_es.compat.views import run_events
 from forkline_es.records.operations import log_events
+from forkline_es.records.plain import plain_value
 from forkline_es.records.timeline import timeline
 from forkline_es.store import Store
 
@@ -236,9 +237,10 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
         ("slot", "class", "state"),
         [(k, v["class"], v["state"]) for k, v in doc["payloads"].items()],
     )
+    began = _began(doc)
     steps = [
         (p, s["generation"], s["status"], s.get("outcome"), s.get("code"), _slots(s["payloads"]))
-        for p, s in doc["steps"].items()
+        for p, s in sorted(doc["steps"].items(), key=lambda item: began.get(item[0], 0))
     ]
     print_table("steps", ("path", "generation", "status", "outcome", "code", "payloads"), steps)
     entries = [(e["seq"], e["generation"], e["kind"], _detail(e)) for e in doc.get("entries", [])]
@@ -257,6 +259,16 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     if "x-observations" in doc:
         metrics = ("name", "value", "unit", "step")
         print_table("observations", metrics, [[o.get(c) for c in metrics] for o in doc["x-observations"]])
+
+
+def _began(doc: dict[str, Any]) -> dict[str, int]:
+    """Each step path's first entry seq: ``show`` lists steps in the order they began."""
+    first: dict[str, int] = {}
+    for e in doc.get("entries", []):
+        path = e.get("path") or (e.get("step") or {}).get("path")
+        if path is not None and e["kind"] != "conclude":
+            first.setdefault(path, e["seq"])
+    return first
 
 
 def _print_timeline(doc: dict[str, Any]) -> None:
@@ -278,20 +290,75 @@ def _print_timeline(doc: dict[str, Any]) -> None:
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.argument("path", metavar="PATH")
+@click.option(
+    "--typed", is_flag=True, help="Show payload values in their typed wire form, not as plain JSON."
+)
 @db_option
 @json_option
-def step(run_id: str, path: str, db: str, as_json: bool) -> None:
-    """Show the step record at PATH in RUN, with its payload inventory."""
-    with open_read_only(db) as store, refusals():
-        record = store.get_step_record(store.resolve_run_id(run_id), path)
+def step(run_id: str, path: str, typed: bool, db: str, as_json: bool) -> None:
+    """Show the step record at PATH in RUN, its payloads and every attempt of the step in order.
+
+    Superseded attempts (set aside by a recovery) are marked. --json prints the step record.
+    """
+    with open_read_only(db) as store, refusals(), store.log.snapshot():
+        rid = store.resolve_run_id(run_id)
+        record = store.get_step_record(rid, path)
+        entries = [] if as_json else store.get_run_record(rid)["entries"]
     if as_json:
         return echo_json(record)
-    facts = [
-        (k, record[k]) for k in ("path", "generation", "status", "outcome", "code", "branch") if k in record
-    ]
+    members = ("path", "generation", "status", "outcome", "code", "branch", "x-started-at", "x-ended-at")
+    facts = [(k.removeprefix("x-"), record[k]) for k in (*members, "x-attempts") if k in record]
     print_table(f"step {path}", ("member", "value"), facts)
-    slots = [(k, v["class"], v["state"], v.get("value", "")) for k, v in record["payloads"].items()]
+    slots = [(k, v["class"], v["state"], _value_text(v, typed)) for k, v in record["payloads"].items()]
     print_table("payloads", ("slot", "class", "state", "value"), slots)
+    columns = (
+        "attempt",
+        "gen",
+        "dispatch",
+        "code",
+        "arguments",
+        "result",
+        "invoked",
+        "answered",
+        "superseded",
+    )
+    print_table("attempts", columns, _attempts(entries, path, typed))
+
+
+def _value_text(slot: dict[str, Any], typed: bool) -> str:
+    """A slot's value as indented JSON: plain data, or (``typed``) the typed wire form."""
+    if "value" not in slot:
+        return ""
+    value = slot["value"] if typed else plain_value(slot["value"])
+    return msgspec.json.format(_line.encode(value), indent=2).decode()
+
+
+def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[list[Any]]:
+    """One row per invoke at ``path`` in seq order, with its result when there is one."""
+    superseded = {n: e["seq"] for e in entries if e["kind"] == "recovery" for n in e["supersedes"]}
+    results = {
+        (e["attempt"], e["generation"]): e for e in entries if e["kind"] == "result" and e["path"] == path
+    }
+    rows = []
+    for e in entries:
+        if e["kind"] != "invoke" or e["path"] != path:
+            continue
+        r = results.get((e["attempt"], e["generation"]), {})
+        gone = superseded.get(e["seq"])
+        rows.append(
+            [
+                e["attempt"],
+                e["generation"],
+                r.get("dispatch", e["dispatch"]),
+                r.get("code"),
+                _value_text((e.get("payloads") or {}).get("arguments", {}), typed),
+                _value_text((r.get("payloads") or {}).get("result", {}), typed),
+                e.get("x-at"),
+                r.get("x-at"),
+                "" if gone is None else f"by entry {gone}",
+            ]
+        )
+    return rows
 
 
 @click.command(name="log")

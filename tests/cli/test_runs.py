@@ -63,12 +63,11 @@ def test_piped_lists_every_run_and_ndjson_streams_them(many: Path) -> None:
     assert [json.loads(line)["id"] for line in lines] == ["run-059", "run-058"]
 
 
-def test_a_terminal_gets_50_and_a_hint(many: Path) -> None:
+def on_terminal(args: list[str], **env: str) -> tuple[str, str]:
+    """(stdout, stderr) of ``forkline-es ARGS`` whose stdout is a terminal (a pty)."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    with subprocess.Popen(
-        [EXE, "runs", "--db", str(many)], stdout=follower, stderr=subprocess.PIPE, env=env
-    ) as p:
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"COLUMNS": "200"} | env
+    with subprocess.Popen([EXE, *args], stdout=follower, stderr=subprocess.PIPE, env=environ) as p:
         os.close(follower)
         out = b""
         while True:
@@ -81,9 +80,20 @@ def test_a_terminal_gets_50_and_a_hint(many: Path) -> None:
             out += chunk
         err = p.stderr.read().decode() if p.stderr else ""
     os.close(leader)
-    text = out.decode()
+    return out.decode(), err
+
+
+def test_a_terminal_gets_50_and_a_hint(many: Path) -> None:
+    text, err = on_terminal(["runs", "--db", str(many)], NO_COLOR="1")
     assert "run-059" in text and "run-010" in text and "run-009" not in text
     assert "--before run-010" in err
+    assert "\x1b[33m" not in text  # NO_COLOR: no colour
+
+
+def test_statuses_are_coloured_on_a_terminal_only(many: Path) -> None:
+    text, _ = on_terminal(["runs", "--limit", "3", "--db", str(many)], TERM="xterm-256color")
+    assert "\x1b[33mheld" in text  # held is yellow
+    assert "\x1b[" not in cli("runs", "--limit", "3", db=many).stdout  # piped: plain text
 
 
 def test_bad_filters_exit_2(many: Path) -> None:
@@ -123,3 +133,34 @@ def test_resolve_run_id_on_both_backends(backend_store: fe.Store) -> None:
     assert backend_store.resolve_run_id("q") == "q"  # no match: left for the lookup to refuse
     with pytest.raises(fe.InvalidRequest, match="x-1, x-2"):
         backend_store.resolve_run_id("x")
+
+
+def test_step_shows_every_attempt_and_show_lists_steps_as_they_began(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    art = "sha256:" + "e" * 64
+    with fe.Store.open(db) as store:
+        run = store.start_run("wf", run_id="r")
+        run.begin_step("zeta")
+        run.end_step("zeta", "succeeded")
+        run.begin_step("alpha")
+        first = run.invoke("alpha", 1, "op", art, "ambiguous", arguments={"try": 1})
+        run.recover(supersedes=[first])
+        run.invoke("alpha", 2, "op", art, "not-dispatched", arguments={"try": 2})
+        run.result("alpha", 2, "failed", code="boom")
+        run.invoke("alpha", 3, "op", art, "not-dispatched", arguments={"try": 3})
+        run.result("alpha", 3, "succeeded", result={"model": "m-1"})
+        run.end_step("alpha", "succeeded", result={"model": "m-1"})
+    out = cli("step", "r", "alpha", db=db).stdout
+    attempts = out.split("attempt\tgen\t")[1].splitlines()[1:]
+    assert [line.split("\t")[:4] for line in attempts] == [
+        ["1", "0", "ambiguous", ""],
+        ["2", "1", "failed", "boom"],
+        ["3", "1", "succeeded", ""],
+    ]
+    assert attempts[0].endswith("by entry 6") and not attempts[2].endswith("by entry 6")
+    assert '"model": "m-1"' in out and '"kind"' not in out  # plain JSON values by default
+    assert '"kind": "map"' in cli("step", "r", "alpha", "--typed", db=db).stdout
+    assert json.loads(cli("step", "r", "alpha", "--json", db=db).stdout)["x-attempts"] == 2
+    show = cli("show", "r", db=db).stdout
+    steps = show.split("path\tgeneration\tstatus")[1].splitlines()[1:3]
+    assert [line.split("\t")[0] for line in steps] == ["zeta", "alpha"]  # began first, listed first
