@@ -326,11 +326,12 @@ def step(run_id: str, path: str, typed: bool, db: str, as_json: bool) -> None:
 
 
 def _value_text(slot: dict[str, Any], typed: bool) -> str:
-    """A slot's value as indented JSON: plain data, or (``typed``) the typed wire form."""
+    """A slot's value as JSON (indented on a terminal, one line when piped): plain data, or
+    (``typed``) the typed wire form."""
     if "value" not in slot:
         return ""
-    value = slot["value"] if typed else plain_value(slot["value"])
-    return msgspec.json.format(_line.encode(value), indent=2).decode()
+    data = _line.encode(slot["value"] if typed else plain_value(slot["value"]))
+    return (msgspec.json.format(data, indent=2) if sys.stdout.isatty() else data).decode()
 
 
 def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[list[Any]]:
