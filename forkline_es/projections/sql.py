@@ -40,8 +40,12 @@ _SAVE_LABEL: Final = (
     "INSERT INTO run_label (name, value, started_key, run_id) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (name, value, started_key, run_id) DO NOTHING"
 )
-#: The time of a run's last row, as a scalar subquery (the log's (run_id, seq) key reads it).
-_LAST_AT: Final = "(SELECT l.at FROM log AS l WHERE l.run_id = {run} ORDER BY l.seq DESC LIMIT 1)"
+#: The time of a run's last row, as a scalar subquery (the log's (run_id, seq) key reads it);
+#: retention's removal of payload values is no activity of the run.
+_LAST_AT: Final = (
+    "(SELECT l.at FROM log AS l WHERE l.run_id = {run} AND l.kind <> 'payloads-removed' "
+    "ORDER BY l.seq DESC LIMIT 1)"
+)
 #: How many runs ``Persister._driver`` counts of a filter at most, to find the rarest.
 _PROBE: Final = 1_000
 _COUNT_LABEL: Final = (
@@ -204,7 +208,7 @@ class Persister:
         return rows[0][0] if rows else None
 
     def updated_at(self, cur: Cursor, run_id: str) -> str | None:
-        """The time of the run's last log row (``x-updated-at``)."""
+        """The time of the run's last log row but retention's (``x-updated-at``)."""
         rows = cur.execute(f"SELECT {_LAST_AT.format(run='?')}", (run_id,)).fetchall()
         return rows[0][0] if rows else None
 

@@ -510,7 +510,7 @@ def _document(run_id: str, rows: list[_Row], values: dict[tuple[int, str], str])
             run[member] = start[member]
     if start.get("labels"):
         run["x-labels"] = start["labels"]
-    run["x-updated-at"] = rows[-1].at
+    run["x-updated-at"] = [r for r in rows if r.kind != "payloads-removed"][-1].at  # retention is no activity
     payloads = _slots(rows[0].position, start.get("slots", {}), values)
     entries: list[dict[str, Any]] = []
     by_entry = {r.entry: r for r in rows if r.entry is not None}
