@@ -19,6 +19,7 @@ from forkline_es.errors import (
     StoreError,
 )
 from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive
+from forkline_es.records.plain import plain
 from forkline_es.redaction import RedactionPolicy, RedactionRule
 from forkline_es.replay import Divergence, Replayer, RunDiff, diff_documents, diff_runs
 from forkline_es.retention import Completion, Consumer, RetentionPolicy, RetentionReport
@@ -75,5 +76,6 @@ __all__ = [
     "diff_runs",
     "encode_value",
     "import_forkline",
+    "plain",
     "testing",
 ]

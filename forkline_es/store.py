@@ -41,8 +41,8 @@ from forkline_es.projections.runner import Projections, Projector
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
-from forkline_es.recording.state import RunState, check_text
-from forkline_es.records import operations
+from forkline_es.recording.state import RunState, check_labels, check_text
+from forkline_es.records import listing, operations
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.retention import apply as retention
 from forkline_es.retention import feed
@@ -232,9 +232,13 @@ class Store:
         pins: Mapping[str, str] | None = None,
         run_id: str | None = None,
         *,
+        labels: Mapping[str, str] | None = None,
         key: str | None = None,
     ) -> Run:
         """Record a run's start (entry 1, generation 0) and return its handle.
+
+        ``labels``: string labels recorded once, with the start (``x-labels`` in the run
+        summary; ``list_runs(labels=...)`` filters on them); they never change afterwards.
 
         Repeating an identical start with the same ``run_id`` returns a handle on the
         existing run; a different start under a taken id is a ``conflict``.
@@ -247,6 +251,7 @@ class Store:
         if type(dry_run) is not bool:
             raise InvalidRequest(f"dry_run must be True or False, not {shown(dry_run)}")
         checked_pins = self._check_pins(pins)
+        checked_labels = check_labels(labels)
         rid = check_text(run_id, "run_id", optional=True) or uuid.uuid4().hex
         slots, payloads = encode_slots(
             {"inputs": inputs, "trigger": trigger},
@@ -264,6 +269,7 @@ class Store:
             pins=checked_pins,
             env=environment(),
             slots=slots,
+            labels=checked_labels,
         )
         return self._start(rid, event, payloads, "start" if key is None else key)
 
@@ -360,9 +366,42 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def list_runs(self, workflow: str | None = None) -> list[dict[str, Any]]:
-        """Every retained run summary (of ``workflow`` when given), one snapshot, never truncated."""
-        return operations.list_runs(self, workflow)
+    def list_runs(
+        self,
+        workflow: str | None = None,
+        *,
+        status: str | Iterable[str] | None = None,
+        since: datetime | timedelta | str | None = None,
+        until: datetime | timedelta | str | None = None,
+        parent: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Retained run summaries, newest first (start time, then id), in one snapshot.
+
+        ``status``: one or several; ``since``/``until``: the start time from (inclusive) and
+        to (exclusive), a timestamp or an age such as ``"2h"``; ``parent``: a run id;
+        ``labels``: every one must match. ``limit`` runs at most; ``before=RUN_ID`` continues
+        after that run (keyset pages: runs started meanwhile never shift a page).
+        """
+        return listing.list_runs(
+            self,
+            workflow,
+            status=status,
+            since=since,
+            until=until,
+            parent=parent,
+            labels=labels,
+            limit=limit,
+            before=before,
+        )
+
+    def resolve_run_id(self, given: str) -> str:
+        """The full id of the one run whose id starts with ``given`` (``given`` itself when a
+        run has exactly that id, or none matches); several matches are ``invalid-request``
+        naming them. What the CLI does with every run id it is given."""
+        return listing.resolve_run_id(self, given)
 
     def get_run_record(self, run_id: str) -> dict[str, Any]:
         """The run record document (002), as one coherent snapshot."""

@@ -196,6 +196,16 @@ def echo_json(value: Any) -> None:
     click.echo(json_text(data).decode())
 
 
+#: Colours of statuses, outcomes and dispatches on a terminal (never when piped).
+_STATUS_STYLE: Final = {
+    "failed": "red",
+    "held": "yellow",
+    "ambiguous": "yellow",
+    "succeeded": "green",
+}
+_COLOURED_COLUMNS: Final = frozenset({"status", "outcome", "dispatch"})
+
+
 def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -215,9 +225,16 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         table = Table(title=None if title is None else Text(visible(title)))
         for c in columns:
             table.add_column(c)
+        coloured = [c in _COLOURED_COLUMNS for c in columns]
         for r in rows:
-            table.add_row(*(Text(visible(_cell(v))) for v in r))
-        Console().print(table)
+            cells = (
+                Text(
+                    visible(_cell(v)), style=_STATUS_STYLE.get(v, "") if paint and isinstance(v, str) else ""
+                )
+                for v, paint in zip(r, coloured, strict=False)
+            )
+            table.add_row(*cells)
+        Console().print(table)  # rich honours NO_COLOR
         return
     click.echo("\t".join(columns))
     for r in rows:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Final
 
 import click
@@ -9,7 +10,7 @@ import click
 from forkline_es import __version__
 from forkline_es.cli import compat, copying, demo, records, replay, retention, verify
 
-__all__ = ["SECTIONS", "main"]
+__all__ = ["SECTIONS", "main", "summary"]
 
 #: How ``forkline-es --help`` groups the commands, in this order; others go under "Other".
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
@@ -18,6 +19,14 @@ SECTIONS: Final[dict[str, tuple[str, ...]]] = {
     "Compare and check": ("diff", "verify", "anchors"),
     "Maintain": ("rebuild", "retention", "evict", "gc", "copy"),
 }
+
+
+def summary(command: click.Command) -> str:
+    """A command's summary for the group's help: its first paragraph whole (wrapped, never
+    cut mid-sentence as click's short help is)."""
+    if command.short_help:
+        return command.short_help
+    return " ".join(inspect.cleandoc(command.help or "").split("\n\n")[0].split())
 
 
 class SectionedGroup(click.Group):
@@ -31,9 +40,8 @@ class SectionedGroup(click.Group):
         }
         placed = {name for names in SECTIONS.values() for name in names}
         sections = [*SECTIONS.items(), ("Other", tuple(n for n in commands if n not in placed))]
-        limit = formatter.width - 6 - max((len(n) for n in commands), default=0)
         for title, names in sections:
-            rows = [(n, commands[n].get_short_help_str(limit)) for n in names if n in commands]
+            rows = [(n, summary(commands[n])) for n in names if n in commands]
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)

@@ -97,6 +97,7 @@ def diff(
         fail(f"expected {wanted} run id(s), got {len(runs)}; usage: forkline-es {usage}")
     store = open_read_only(db)
     with store, refusals():
+        runs = tuple(store.resolve_run_id(r) for r in runs)
         if baseline:
             result = diff_documents(
                 load_baseline(baseline),
@@ -135,6 +136,7 @@ def export(run: str, as_baseline: bool, db: str, as_json: bool) -> None:
     """
     store = open_read_only(db)
     with store, refusals():
+        run = store.resolve_run_id(run)
         data = export_baseline(store, run) if as_baseline else store.export_run_record(run)
     if sys.stdout.isatty():  # the same JSON value, without raw DEL or C1 for the terminal
         data = json_text(data)

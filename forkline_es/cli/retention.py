@@ -113,7 +113,7 @@ def evict(db: str, run_id: str, reason: str, force: bool, as_json: bool) -> None
     """Evict one completed run: record its tombstone, then delete its events and values."""
     store = open_for_read(db)
     with store, refusals():
-        done = store.evict_run(run_id, reason, policy="manual", force=force)
+        done = store.evict_run(store.resolve_run_id(run_id), reason, policy="manual", force=force)
     if as_json:
         echo_json(
             {

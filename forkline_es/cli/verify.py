@@ -129,7 +129,7 @@ def verify(
     store = open_read_only(db, damaged=EXIT_DIFFERENCE)
     with store, refusals(damaged=EXIT_DIFFERENCE):
         if run_id is not None:
-            report = store.verify_run(run_id, anchors, projections=not skip_projections)
+            report = store.verify_run(store.resolve_run_id(run_id), anchors, projections=not skip_projections)
             if as_json:
                 echo_json(report.to_dict())
             else:

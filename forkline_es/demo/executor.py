@@ -65,18 +65,10 @@ class Executor:
     def resume(cls, store: fe.Store, run_id: str, actions: dict[str, Action]) -> Executor:
         """After a crash: a new generation that supersedes every entry of an unfinished step."""
         ex = cls(store, store.resume_run(run_id), actions)
-        record = store.get_run_record(run_id)
-        unfinished = [
-            seq for seq, path, _ in active_entries(record) if record["steps"][path]["status"] != "ended"
-        ]
-        for entry in record["entries"]:  # attempt numbers only grow, superseded ones included
-            if entry["kind"] == "invoke":
-                ex.attempts[entry["path"]] = max(ex.attempts.get(entry["path"], 0), entry["attempt"])
-        ex.run.recover(supersedes=unfinished)
-        for path, step in record["steps"].items():
+        ex.run.recover(supersedes=[e.seq for e in ex.run.in_flight()])
+        for path, step in fe.plain(store.get_run_record(run_id))["steps"].items():
             if step["status"] == "ended":
-                result = step["payloads"].get("result", {})
-                ex.done[path] = fe.decode_value(result["value"]) if "value" in result else None
+                ex.done[path] = step["payloads"].get("result", {}).get("value")
         return ex
 
     @classmethod
@@ -130,7 +122,7 @@ class Executor:
         plain = arguments.value if isinstance(arguments, fe.Sensitive) else arguments
         connector = sha256_digest(canonical_json({"operation": operation, "version": 1}))
         for _ in range(max_attempts):
-            attempt = self.attempts[path] = self.attempts.get(path, 0) + 1
+            attempt = self.attempts[path] = max(self.attempts.get(path, 0) + 1, self.run.next_attempt(path))
             self.run.invoke(path, attempt, operation, connector, "not-dispatched", arguments=arguments)
             try:
                 value = self.actions[operation](plain)

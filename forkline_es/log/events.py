@@ -69,6 +69,8 @@ class RunStarted(Event, tag="run-started", frozen=True):
     pins: dict[str, str] | None = None
     env: dict[str, str] | None = None
     slots: Slots = {}
+    #: string labels given at start (filters of ``list_runs``); never changed afterwards
+    labels: dict[str, str] | None = None
 
 
 class StepBegun(Event, tag="step-begun", frozen=True):

@@ -39,6 +39,7 @@ class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
     pins: dict[str, str] | None = None
     env: dict[str, str] | None = None
     slots: dict[str, SlotRef] = {}
+    labels: dict[str, str] | None = None
 
 
 class StepView(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -56,3 +57,8 @@ class StepView(msgspec.Struct, frozen=True, omit_defaults=True):
     #: the ``arguments`` recorded when the step began: reported when the latest attempt has none
     begun_arguments: SlotRef | None = None
     slots: dict[str, SlotRef] = {}
+    #: when the occurrence began (its first event in ``generation``) and ended (its end's time)
+    started_at: str | None = None
+    ended_at: str | None = None
+    #: the attempts invoked in ``generation`` (a recovery's superseded ones no longer count)
+    attempts: int = 0

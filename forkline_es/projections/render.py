@@ -87,6 +87,11 @@ def render_step(view: StepView) -> dict[str, Any]:
         record["code"] = view.code
     if view.branch is not None:
         record["branch"] = view.branch
+    if view.started_at is not None:
+        record["x-started-at"] = view.started_at
+    if view.ended_at is not None and view.status == "ended":
+        record["x-ended-at"] = view.ended_at
+    record["x-attempts"] = view.attempts
     return record
 
 
@@ -95,8 +100,11 @@ def step_fragment(view: StepView) -> str:
     return fragment(render_step(view))
 
 
-def render_listed(summary: RunSummary) -> dict[str, Any]:
-    """A run summary as ``list_runs`` gives it: no generation, no payloads (002)."""
+def render_listed(summary: RunSummary, updated_at: str | None = None) -> dict[str, Any]:
+    """A run summary as ``list_runs`` gives it: no generation, no payloads (002).
+
+    ``updated_at``: the time of the run's last row (read with the summary, not folded into
+    it, so that an append does not rewrite its run's summary row)."""
     run: dict[str, Any] = {
         "id": summary.run_id,
         "workflow": summary.workflow,
@@ -107,12 +115,18 @@ def render_listed(summary: RunSummary) -> dict[str, Any]:
     }
     if summary.name is not None:
         run["name"] = summary.name
+    if summary.labels:
+        run["x-labels"] = summary.labels
+    if updated_at is not None:
+        run["x-updated-at"] = updated_at
+    if summary.ended_at is not None:
+        run["x-ended-at"] = summary.ended_at
     return run
 
 
-def render_summary(summary: RunSummary) -> dict[str, Any]:
+def render_summary(summary: RunSummary, updated_at: str | None = None) -> dict[str, Any]:
     """The run member: the summary plus generation, and code/step/reason when supplied."""
-    run = render_listed(summary)
+    run = render_listed(summary, updated_at)
     run["generation"] = summary.generation
     for member in ("code", "step", "reason", "predecessor"):
         value = getattr(summary, member)
@@ -130,13 +144,16 @@ def entry_fragment(row: LogRow, event: EventBody, step: str | None) -> str:
     """
     if isinstance(event, (StepBegun, StepEnded)):
         assert step is not None
-        return f'{{"generation":{row.generation},"kind":"step","seq":{row.entry},"step":{step}}}'
+        return (
+            f'{{"generation":{row.generation},"kind":"step","seq":{row.entry},"step":{step},'
+            f'"x-at":"{row.at}"}}'
+        )
     return fragment(render_entry(row, event))
 
 
 def render_entry(row: LogRow, event: EventBody) -> dict[str, Any]:
     """One entry of the ordered projection, other than a step entry (``entry_fragment``)."""
-    entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation}
+    entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation, "x-at": row.at}
     match event:
         case RunStarted():
             entry["kind"] = "start"

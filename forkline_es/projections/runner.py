@@ -46,7 +46,7 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 6  # 6: StepView.end_code
+CORE_VERSION: Final = 7  # 6: StepView.end_code; 7: run labels, started_key and the listing indexes
 
 Progress = Callable[[int, int], None]
 

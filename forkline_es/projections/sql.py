@@ -6,6 +6,7 @@ hold canonical JSON fragments of the run record document (values resolved at rea
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
@@ -14,8 +15,9 @@ from forkline_es.log.backend import Cursor, Dialect
 from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.projections.model import RunSummary, StepView
 from forkline_es.projections.render import step_fragment
+from forkline_es.values import time_key
 
-__all__ = ["DDL", "TABLES", "EntryRow", "Persister"]
+__all__ = ["DDL", "TABLES", "EntryRow", "Persister", "RunQuery"]
 
 #: (position, doc fragment) of one ``entry`` row.
 EntryRow = tuple[int, str]
@@ -28,11 +30,26 @@ _SAVE_STEP: Final = (
     "state = excluded.state, doc = excluded.doc"
 )
 _SAVE_SUMMARY: Final = (
-    "INSERT INTO run_summary (run_id, workflow, status, started_at, ended_at, parent, generation, state) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+    "INSERT INTO run_summary (run_id, workflow, status, started_at, started_key, ended_at, parent, "
+    "generation, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
     "workflow = excluded.workflow, status = excluded.status, started_at = excluded.started_at, "
-    "ended_at = excluded.ended_at, parent = excluded.parent, generation = excluded.generation, "
-    "state = excluded.state"
+    "started_key = excluded.started_key, ended_at = excluded.ended_at, parent = excluded.parent, "
+    "generation = excluded.generation, state = excluded.state"
+)
+_SAVE_LABEL: Final = (
+    "INSERT INTO run_label (name, value, started_key, run_id) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (name, value, started_key, run_id) DO NOTHING"
+)
+#: The time of a run's last row, as a scalar subquery (the log's (run_id, seq) key reads it);
+#: retention's removal of payload values is no activity of the run.
+_LAST_AT: Final = (
+    "(SELECT l.at FROM log AS l WHERE l.run_id = {run} AND l.kind <> 'payloads-removed' "
+    "ORDER BY l.seq DESC LIMIT 1)"
+)
+#: How many runs ``Persister._driver`` counts of a filter at most, to find the rarest.
+_PROBE: Final = 1_000
+_COUNT_LABEL: Final = (
+    "SELECT count(*) FROM (SELECT 1 FROM run_label WHERE name = ? AND value = ? LIMIT ?) AS c"
 )
 _RECORD_REMOVAL: Final = (
     "INSERT INTO payload_removal (position, slot, run_id, removed_by) VALUES (?, ?, ?, ?) "
@@ -41,7 +58,7 @@ _RECORD_REMOVAL: Final = (
 
 _ENTRY_LOG_COLUMNS: Final = ", ".join(f"l.{c}" for c in LOG_COLUMNS.split(", "))
 
-TABLES: Final = ("run_summary", "step_view", "entry", "payload_removal")
+TABLES: Final = ("run_summary", "run_label", "step_view", "entry", "payload_removal")
 
 DDL: Final = """
 CREATE TABLE IF NOT EXISTS run_summary (
@@ -49,12 +66,27 @@ CREATE TABLE IF NOT EXISTS run_summary (
     workflow    TEXT NOT NULL,
     status      TEXT NOT NULL,
     started_at  TEXT NOT NULL,
+    started_key TEXT NOT NULL,           -- started_at in values.time_key's form: text order is time order
     ended_at    TEXT,
     parent      TEXT,
     generation  INTEGER NOT NULL,
     state       TEXT NOT NULL            -- the RunSummary Struct (JSON)
 );
-CREATE INDEX IF NOT EXISTS run_summary_by_workflow ON run_summary (workflow);
+-- list_runs reads newest first, (started_key, run_id) descending, from one of these.
+CREATE INDEX IF NOT EXISTS run_summary_by_time ON run_summary (started_key, run_id);
+CREATE INDEX IF NOT EXISTS run_summary_by_workflow ON run_summary (workflow, started_key, run_id);
+CREATE INDEX IF NOT EXISTS run_summary_by_status ON run_summary (status, started_key, run_id);
+CREATE INDEX IF NOT EXISTS run_summary_by_parent ON run_summary (parent, started_key, run_id);
+
+-- A run's labels (recorded once, at start), keyed for list_runs(labels=...) in time order.
+CREATE TABLE IF NOT EXISTS run_label (
+    name        TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    started_key TEXT NOT NULL,
+    run_id      TEXT NOT NULL,
+    PRIMARY KEY (name, value, started_key, run_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS run_label_by_run ON run_label (run_id);
 
 CREATE TABLE IF NOT EXISTS step_view (
     run_id     TEXT NOT NULL,
@@ -84,8 +116,26 @@ CREATE TABLE IF NOT EXISTS payload_removal (
 ) WITHOUT ROWID;
 """
 
+
 #: Sorted members: state folded from a caller's event must equal the state a rebuild folds
 #: from the stored canonical body byte for byte, whatever order the caller's maps had.
+@dataclass(frozen=True, slots=True)
+class RunQuery:
+    """``list_runs``'s filters, checked (``records.listing``); times in ``time_key`` form.
+
+    ``before``: the (started_key, run_id) of the run a page continues after.
+    """
+
+    workflow: str | None = None
+    statuses: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    parent: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    limit: int | None = None
+    before: tuple[str, str] | None = None
+
+
 _summary_enc: Final = msgspec.json.Encoder(order="sorted")
 _summary_dec: Final = msgspec.json.Decoder(RunSummary)
 _step_dec: Final = msgspec.json.Decoder(StepView)
@@ -134,6 +184,7 @@ class Persister:
         return _summary_dec.decode(rows[0][0]) if rows else None
 
     def save_summary(self, cur: Cursor, s: RunSummary) -> None:
+        key = time_key(s.started_at)
         cur.execute(
             _SAVE_SUMMARY,
             (
@@ -141,22 +192,104 @@ class Persister:
                 s.workflow,
                 s.status,
                 s.started_at,
+                key,
                 s.ended_at,
                 s.parent,
                 s.generation,
                 _summary_enc.encode(s).decode(),
             ),
         )
+        if s.labels:  # a summary's labels never change: the rows of its start stay as they are
+            cur.executemany(_SAVE_LABEL, [(n, v, key, s.run_id) for n, v in s.labels.items()])
 
-    def load_summaries(self, cur: Cursor, workflow: str | None = None) -> list[RunSummary]:
-        if workflow is None:
-            rows = cur.execute("SELECT state FROM run_summary ORDER BY started_at, run_id")
+    def started_key(self, cur: Cursor, run_id: str) -> str | None:
+        """The run's ``started_key`` (where a page ``before`` it continues); None: no such run."""
+        rows = cur.execute("SELECT started_key FROM run_summary WHERE run_id = ?", (run_id,)).fetchall()
+        return rows[0][0] if rows else None
+
+    def updated_at(self, cur: Cursor, run_id: str) -> str | None:
+        """The time of the run's last log row but retention's (``x-updated-at``)."""
+        rows = cur.execute(f"SELECT {_LAST_AT.format(run='?')}", (run_id,)).fetchall()
+        return rows[0][0] if rows else None
+
+    def list_summaries(self, cur: Cursor, q: RunQuery) -> list[tuple[RunSummary, str | None]]:
+        """The summaries ``q`` selects, newest first (``started_key``, then ``run_id``, both
+        descending), read along an index in that order so that a page stops after ``limit``.
+
+        The rarest of ``q``'s labels and its statuses drives (``_driver``): a label's rows
+        are keyed in time order, and so are a status's; every other label is one lookup of
+        its primary key per run read.
+        """
+        labels = list(q.labels.items())
+        driver = self._driver(cur, labels, q.statuses)
+        where: list[str] = []
+        params: list[object] = []
+        if driver is not None:
+            name, value = labels.pop(driver)
+            source = "run_label AS k JOIN run_summary AS s ON s.run_id = k.run_id"
+            key, rid = "k.started_key", "k.run_id"
+            where += ["k.name = ?", "k.value = ?"]
+            params += [name, value]
         else:
-            rows = cur.execute(
-                "SELECT state FROM run_summary WHERE workflow = ? ORDER BY started_at, run_id",
-                (workflow,),
+            source = "run_summary AS s"
+            key, rid = "s.started_key", "s.run_id"
+        for name, value in labels:
+            where.append(
+                "EXISTS (SELECT 1 FROM run_label AS o WHERE o.name = ? AND o.value = ? "
+                f"AND o.started_key = {key} AND o.run_id = {rid})"
             )
-        return [_summary_dec.decode(s) for (s,) in rows]
+            params += [name, value]
+        if q.workflow is not None:
+            where.append("s.workflow = ?")
+            params.append(q.workflow)
+        if q.statuses:
+            where.append(f"s.status IN ({', '.join('?' for _ in q.statuses)})")
+            params += q.statuses
+        if q.parent is not None:
+            where.append("s.parent = ?")
+            params.append(q.parent)
+        if q.since is not None:
+            where.append(f"{key} >= ?")
+            params.append(q.since)
+        if q.until is not None:
+            where.append(f"{key} < ?")
+            params.append(q.until)
+        if q.before is not None:
+            at, run_id = q.before
+            where.append(f"{key} <= ? AND ({key} < ? OR {rid} < ?)")
+            params += [at, at, run_id]
+        sql = f"SELECT s.state, {_LAST_AT.format(run='s.run_id')} FROM {source}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {key} DESC, {rid} DESC"
+        if q.limit is not None:
+            sql += " LIMIT ?"
+            params.append(q.limit)
+        return [(_summary_dec.decode(s), at) for s, at in cur.execute(sql, params)]
+
+    def run_ids_from(self, cur: Cursor, start: str, limit: int) -> list[str]:
+        """The first ``limit`` run ids at or after ``start`` in code point order: the ids a
+        prefix ``start`` names come first (one range of the primary key)."""
+        rows = cur.execute(
+            "SELECT run_id FROM run_summary WHERE run_id >= ? ORDER BY run_id LIMIT ?", (start, limit)
+        )
+        return [rid for (rid,) in rows]
+
+    def _driver(self, cur: Cursor, labels: list[tuple[str, str]], statuses: tuple[str, ...]) -> int | None:
+        """Which label's rows a listing reads along (its index in ``labels``), or None for
+        ``run_summary``'s own indexes: the filter matching the fewest runs, counted up to
+        ``_PROBE`` each. Reading along a common label (``region=eu``) to find a rare one
+        (``customer=c-42``) would otherwise look at hundreds of runs per one it keeps."""
+        if not labels:
+            return None
+        counts = [cur.execute(_COUNT_LABEL, (name, value, _PROBE)).fetchall()[0][0] for name, value in labels]
+        best = min(range(len(labels)), key=counts.__getitem__)
+        if statuses:
+            marks = ", ".join("?" for _ in statuses)
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM run_summary WHERE status IN ({marks}) LIMIT ?) AS c"
+            if cur.execute(sql, (*statuses, _PROBE)).fetchall()[0][0] < counts[best]:
+                return None
+        return best
 
     def load_step(self, cur: Cursor, run_id: str, path: str) -> StepView | None:
         rows = cur.execute(

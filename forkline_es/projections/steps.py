@@ -57,13 +57,16 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
         case StepBegun():
             # A begin in a later generation starts the occurrence afresh: earlier attempts
             # belong to another generation than the one the view reports.
-            base = view if view is not None and view.generation == gen else StepView(event.path, gen)
+            if view is None or view.generation != gen:
+                base = StepView(event.path, gen, started_at=row.at)
+            else:
+                base = view
             own = _refs(row, event.slots)
             return replace(
                 base, generation=gen, begun_arguments=own.get("arguments"), slots={**base.slots, **own}
             )
         case ActionInvoked():
-            base = view or StepView(path=event.path, generation=gen)
+            base = view or StepView(path=event.path, generation=gen, started_at=row.at)
             kept = {k: v for k, v in base.slots.items() if k not in _ATTEMPT_SLOTS}
             if base.begun_arguments is not None:
                 kept["arguments"] = base.begun_arguments  # the step's own, not an earlier attempt's
@@ -71,6 +74,7 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
                 base,
                 generation=gen,
                 attempt=event.attempt,
+                attempts=base.attempts + (event.attempt != base.attempt),
                 code=None,
                 slots={**kept, **_refs(row, event.slots)},
             )
@@ -85,11 +89,12 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
                 slots={**view.slots, **_refs(row, event.slots)},
             )
         case StepEnded():
-            base = view or StepView(path=event.path, generation=gen)
+            base = view or StepView(path=event.path, generation=gen, started_at=row.at)
             return replace(
                 base,
                 generation=gen,
                 status="ended",
+                ended_at=row.at,
                 outcome=event.outcome,
                 code=_ended_code(event.outcome, event.code, base.code),
                 end_code=event.code,
@@ -97,7 +102,7 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
                 slots={**base.slots, **_refs(row, event.slots)},
             )
         case ChildStarted():
-            base = view or StepView(path=event.path, generation=gen)
+            base = view or StepView(path=event.path, generation=gen, started_at=row.at)
             return replace(base, generation=gen)
         case _:
             return view

@@ -36,6 +36,7 @@ def fold_summary(summary: RunSummary | None, row: LogRow, event: EventBody) -> R
             predecessor=event.predecessor,
             pins=event.pins,
             env=event.env,
+            labels=event.labels,
             slots={k: SlotRef(row.position, k, s) for k, s in event.slots.items()},
         )
     if summary is None:

@@ -45,7 +45,6 @@ _LARGEST_INDEX: Final = 2**63 - 1
 _LEAST_TYPED: Final = 24
 
 
-
 #: (slots for the event body, (slot, canonical typed-value JSON) rows for the payload table)
 Payloads = tuple[dict[str, Slot], tuple[tuple[str, bytes], ...]]
 

@@ -39,6 +39,7 @@ from forkline_es.log.rows import LogRow, NewRow, row_digest
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import BODY_ALLOWANCE, encode_slots, too_large
 from forkline_es.recording.state import (
+    InFlight,
     RunState,
     check_attempt,
     check_branch,
@@ -161,6 +162,17 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<Run {self.id} generation={self.generation} status={self.status}>"
+
+    def in_flight(self) -> list[InFlight]:
+        """The unfinished work of the run (``.seq``, ``.kind``, ``.path``, ``.attempt``): every
+        entry, not superseded, of a step that has not ended. After a crash the whole recovery
+        is ``run.recover(supersedes=[e.seq for e in run.in_flight()])``."""
+        return self._state.in_flight()
+
+    def next_attempt(self, path: str) -> int:
+        """The attempt number the next ``invoke`` at ``path`` uses (never one used before)."""
+        check_path(path)
+        return self._state.next_attempt(path)
 
     # -- the executor API --------------------------------------------------------------
 

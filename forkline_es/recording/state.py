@@ -7,7 +7,7 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -80,8 +80,6 @@ _STATE_EVENTS = (
 LARGEST_NUMBER: Final = 2**63 - 1
 
 
-
-
 def check_branch(branch: Any) -> dict[str, Any] | None:
     """A branch decision is {case: str}, {arm: int >= 0} or {else: True}."""
     if branch is None:
@@ -107,6 +105,26 @@ def check_word(value: object, allowed: frozenset[str], what: str) -> str:
     return value
 
 
+def check_labels(labels: object) -> dict[str, str] | None:
+    """``labels`` as a run records them: a map of names (text without NUL or ``=``, which the
+    CLI's ``--label name=value`` splits on) to string values; None or empty records none."""
+    if labels is None:
+        return None
+    if not isinstance(labels, Mapping):
+        raise InvalidRequest(
+            f"labels is a map of names to strings, like {{'customer': 'c-42'}}, not {shown(labels)}"
+        )
+    for name, value in labels.items():
+        if not is_text(name) or "\x00" in name or "=" in name:
+            raise InvalidRequest(
+                f"label name {shown(name)} must be a nonempty string of Unicode text without NUL or '='"
+            )
+        if type(value) is not str or (value and not is_text(value)) or "\x00" in value:
+            raise InvalidRequest(
+                f"label {name!r} has the value {shown(value)}: label values are strings of Unicode "
+                "text without NUL (convert numbers and other values to text first)"
+            )
+    return dict(labels) or None
 
 
 @dataclass(slots=True)
@@ -119,6 +137,21 @@ class EntryFact:
     path: str | None = None
     attempt: int | None = None
     superseded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """An entry of work a crash may have cut short: ``kind`` is the entry kind (``step``,
+    ``invoke``, ``result``, ``child``); ``attempt`` is set for invokes and results."""
+
+    seq: int
+    kind: str
+    path: str
+    attempt: int | None = None
+
+
+#: Entries that are never work in flight (and that a recovery may not supersede, or concludes).
+_NOT_WORK: Final = frozenset({"run-started", "recovered", "run-concluded"})
 
 
 @dataclass(slots=True)
@@ -239,6 +272,24 @@ class RunState:
                 status = "ended" if fact.log_kind == "step-ended" else "active"
                 if self.path_status.get(path) != "ended":
                     self.path_status[path] = status
+
+    def in_flight(self) -> list[InFlight]:
+        """The entries no recovery superseded of every step not ended, in seq order: what a
+        recovery after a crash supersedes so the steps run afresh (superseding all of a
+        step's entries never orphans one, which ``check_recover`` would refuse)."""
+        return [
+            InFlight(f.entry, ENTRY_KINDS[f.log_kind], f.path, f.attempt)
+            for f in self.facts
+            if not f.superseded
+            and f.path is not None
+            and f.log_kind not in _NOT_WORK
+            and self.path_status.get(f.path) != "ended"
+        ]
+
+    def next_attempt(self, path: str) -> int:
+        """One more than the highest attempt ever invoked at ``path``, superseded ones too:
+        attempt numbers are never reused."""
+        return self.max_attempt.get(path, 0) + 1
 
     # -- checks (raise before anything is appended) -----------------------------------
 

@@ -162,7 +162,7 @@ def document_text(cur: Cursor, persist: Persister, summary: RunSummary) -> str:
         ("entries", "[" + ",".join(persist.entry_docs(cur, run_id)) + "]"),
         ("payloads", fragment(render_slots(summary.slots))),
         ("record", "1"),
-        ("run", canonical_json(render_summary(summary)).decode()),
+        ("run", canonical_json(render_summary(summary, persist.updated_at(cur, run_id))).decode()),
         ("standard", canonical_json(summary.standard).decode()),
         ("steps", "{" + ",".join(f'"{path}":{doc}' for path, doc in persist.step_docs(cur, run_id)) + "}"),
     ]

@@ -6,12 +6,11 @@ from typing import Any, Protocol
 
 import msgspec
 
-from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound, shown
+from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, StepNotFound
 from forkline_es.log.backend import Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
-from forkline_es.projections.render import render_listed
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.state import check_text
 from forkline_es.records.documents import (
@@ -21,9 +20,8 @@ from forkline_es.records.documents import (
     finish,
     referenced_values,
 )
-from forkline_es.values import is_text
 
-__all__ = ["export_run_record", "get_run_record", "get_step_record", "list_runs", "log_events"]
+__all__ = ["export_run_record", "get_run_record", "get_step_record", "log_events"]
 
 
 class Host(Protocol):
@@ -51,13 +49,6 @@ def _summary_or_refuse(store: Host, cur: Cursor, run_id: str) -> RunSummary:
             f"run {run_id!r} was evicted at {at} ({reason}); its record is no longer retained"
         )
     raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs it holds")
-
-
-def list_runs(store: Host, workflow: str | None = None) -> list[dict[str, Any]]:
-    if workflow is not None and not (workflow == "" or is_text(workflow)):
-        raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {shown(workflow)}")
-    with store.log.snapshot() as cur:
-        return [render_listed(s) for s in store.projections.persist.load_summaries(cur, workflow)]
 
 
 def get_run_record(store: Host, run_id: str) -> dict[str, Any]:

@@ -5,6 +5,8 @@ field names inside user payload values:
 
 - ``run.id``, ``run.started_at``, ``run.parent``, ``run.predecessor``, ``run.generation``;
 - ``generation`` of every step record (``steps.*`` and ``entries[].step``) and entry;
+- the times: ``x-at`` of entries, ``x-started-at``/``x-ended-at`` of step records,
+  ``x-updated-at``/``x-ended-at`` of the run (``replay.entries.TIME_MEMBERS``);
 - every top-level ``x-`` extension (executor annotations, host environment facts);
 - ``entries[].child`` (a run id) is replaced by the child run's own baseline, recursively,
   so a baseline pins the structure of the whole call tree (dropped when the child run is
@@ -31,6 +33,7 @@ import msgspec
 from forkline_es.compat.views import Host as ViewsHost
 from forkline_es.errors import InvalidRequest, RecordError
 from forkline_es.replay.diff import LOGGED_MEMBER, MAX_CHILD_DEPTH, REMOVED_PAYLOAD, Resolve, logged_events
+from forkline_es.replay.entries import TIME_MEMBERS, without_varying
 from forkline_es.replay.shape import check_document
 from forkline_es.values import canonical_json, decode_json
 
@@ -39,7 +42,7 @@ __all__ = ["BASELINE_MARK", "baseline_document", "export_baseline", "live_docume
 #: The member that marks a baseline document, and its format version.
 BASELINE_MARK: Final = "x-baseline"
 
-_RUN_VARIES: Final = ("id", "started_at", "parent", "predecessor", "generation")
+_RUN_VARIES: Final = frozenset({"id", "started_at", "parent", "predecessor", "generation"} | TIME_MEMBERS)
 
 
 class Host(ViewsHost, Protocol):
@@ -49,22 +52,18 @@ class Host(ViewsHost, Protocol):
     def get_run_record(self, run_id: str) -> dict[str, Any]: ...
 
 
-def _without_generation(step: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in step.items() if k != "generation"}
-
-
 def baseline_document(
     document: Mapping[str, Any], resolve: Resolve | None = None, *, _depth: int = 0
 ) -> dict[str, Any]:
     """The baseline of a run record document (see the module docstring for the rule)."""
     out: dict[str, Any] = {k: v for k, v in document.items() if not k.startswith("x-")}
     out["run"] = {k: v for k, v in (document.get("run") or {}).items() if k not in _RUN_VARIES}
-    out["steps"] = {p: _without_generation(s) for p, s in (document.get("steps") or {}).items()}
+    out["steps"] = {p: without_varying(s) for p, s in (document.get("steps") or {}).items()}
     entries: list[dict[str, Any]] = []
     for entry in document.get("entries") or []:
-        e = {k: v for k, v in entry.items() if k != "generation"}
+        e = {k: v for k, v in entry.items() if k != "generation" and k not in TIME_MEMBERS}
         if isinstance(e.get("step"), Mapping):
-            e["step"] = _without_generation(e["step"])
+            e["step"] = without_varying(e["step"])
         if e.get("kind") == "child":
             e.pop("child", None)
             child = entry.get("child")

@@ -25,6 +25,7 @@ from forkline_es.errors import InvalidRequest, RecordError, shown
 from forkline_es.replay.align import DEFAULT_WINDOW, Op, align
 from forkline_es.replay.entries import (
     RETRY,
+    TIME_MEMBERS,
     Key,
     Parts,
     active_entries,
@@ -117,9 +118,6 @@ KIND_CLASS: Final[dict[str, str]] = {
     "retry": INFRASTRUCTURE,
     "recovery": INFRASTRUCTURE,
 }
-
-#: Time members of entries and step records: left out unless the diff is strict.
-TIME_MEMBERS: Final = frozenset({"x-at", "x-started-at", "x-ended-at", "x-updated-at"})
 
 _PRIORITY: Final = {kind: rank for rank, kind in enumerate(KINDS)}
 _CLASS_RANK: Final = {c: rank for rank, c in enumerate(CLASSES)}

@@ -22,7 +22,8 @@ infrastructure difference.
 What varies between two faithful executions of the same work is left out of the
 comparison by position in the document, never by a field name inside a user value:
 ``seq`` and ``generation`` of every entry, ``step.generation``, and the child run id of a
-``child`` entry (compared by the child's own record instead, see ``diff``).
+``child`` entry (compared by the child's own record instead, see ``diff``). Time members
+(``TIME_MEMBERS``) stay: ``diff`` classifies them as metadata, counted only when strict.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any, Final
 
 __all__ = [
     "RETRY",
+    "TIME_MEMBERS",
     "Key",
     "Parts",
     "active_entries",
@@ -41,6 +43,8 @@ __all__ = [
     "keys_from_parts",
     "keys_of",
     "parts_of",
+    "untimed",
+    "without_varying",
 ]
 
 #: (entry kind, step path or "", attempt rank or 0, step status or phase, occurrence number)
@@ -135,8 +139,15 @@ def entry_path(entry: Mapping[str, Any]) -> str | None:
     return path if isinstance(path, str) else None
 
 
+#: The ``x-`` members that say when something was recorded: they differ between any two
+#: runs, so a golden baseline leaves them out and a diff compares them only when strict.
+TIME_MEMBERS: Final = frozenset({"x-at", "x-started-at", "x-ended-at", "x-updated-at"})
+_STEP_VARIES: Final = TIME_MEMBERS | {"generation"}
+
+
 def comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry without what varies between runs (seq, generations, child run id)."""
+    """The entry without what varies between runs (seq, generations, child run id); its
+    times stay, for ``diff`` to classify (``time``, compared only when strict)."""
     out = {k: v for k, v in entry.items() if k not in ("seq", "generation")}
     if out.get("kind") == "child":
         out.pop("child", None)
@@ -144,3 +155,18 @@ def comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(step, dict):
         out["step"] = {k: v for k, v in step.items() if k != "generation"}
     return out
+
+
+def untimed(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry without its time members (and its step record's): what a Replayer's own
+    rendering of a call, which has no clock of the original, can be compared with."""
+    out = {k: v for k, v in entry.items() if k not in TIME_MEMBERS}
+    step = out.get("step")
+    if isinstance(step, Mapping):
+        out["step"] = {k: v for k, v in step.items() if k not in TIME_MEMBERS}
+    return out
+
+
+def without_varying(step: Mapping[str, Any]) -> dict[str, Any]:
+    """A step record without its generation and its times (what a baseline keeps)."""
+    return {k: v for k, v in step.items() if k not in _STEP_VARIES}

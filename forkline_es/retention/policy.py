@@ -19,13 +19,13 @@ Nothing here reads or writes the store, so the rules can be tested exhaustively 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from forkline_es.errors import InvalidRequest, shown
+from forkline_es.values._time import format_duration, parse_duration
 from forkline_es.vocabulary import TERMINAL_OUTCOMES
 
 __all__ = [
@@ -45,29 +45,6 @@ __all__ = [
 #: The payload classes of 002 (decisions.md, Payload slots).
 PAYLOAD_CLASSES: Final = frozenset({"inputs", "arguments", "results", "events", "outputs"})
 
-_UNITS: Final = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
-_DURATION: Final = re.compile(r"(?:[0-9]+[wdhms])+\Z")
-_PART: Final = re.compile(r"([0-9]+)([wdhms])")
-
-
-def parse_duration(value: timedelta | str, what: str = "duration") -> timedelta:
-    """``timedelta`` or text such as ``30d``, ``12h``, ``1d12h``, ``90m``, ``2w``, ``45s``."""
-    if isinstance(value, timedelta):
-        if value < timedelta(0):
-            raise InvalidRequest(f"{what} must not be negative, got {value}")
-        return value
-    if isinstance(value, str) and _DURATION.match(value.strip()):
-        try:  # a number past 4,300 digits is a ValueError of int(), and too long anyway
-            seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(value.strip()))
-            return timedelta(seconds=seconds)
-        except (OverflowError, ValueError):
-            raise InvalidRequest(
-                f"{what} {shown(value)} is longer than a timedelta holds (999,999,999 days)"
-            ) from None
-    raise InvalidRequest(
-        f"{what} is a timedelta or text like '30d', '12h', '1d12h' (units w, d, h, m, s), not {shown(value)}"
-    )
-
 
 def before(now: datetime, age: timedelta) -> datetime:
     """``now - age``, or the earliest datetime when ``age`` reaches back past year 1: a
@@ -76,21 +53,6 @@ def before(now: datetime, age: timedelta) -> datetime:
         return now - age
     except OverflowError:
         return datetime.min.replace(tzinfo=UTC)
-
-
-def format_duration(d: timedelta) -> str:
-    """The shortest ``parse_duration`` text for ``d`` (whole seconds; sub-second is dropped)."""
-    seconds = int(d.total_seconds())
-    if seconds == 0:
-        return "0s"
-    parts = []
-    for unit, size in _UNITS.items():
-        if unit == "w":
-            continue  # days read better than weeks in reports
-        n, seconds = divmod(seconds, size)
-        if n:
-            parts.append(f"{n}{unit}")
-    return "".join(parts)
 
 
 @dataclass(frozen=True, slots=True, init=False)

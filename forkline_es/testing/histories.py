@@ -399,18 +399,21 @@ def _step_view(path: str, rows: Iterable[_Row], values: dict[tuple[int, str], st
     attempt: int | None = None
     code: str | None = None
     end: _Row | None = None
+    started: str | None = None  # the time of the occurrence's first row in its generation
+    attempts = 0
     for row in rows:
         if row.superseded or row.body.get("path") != path:
             continue
         own = row.body.get("slots", {})
         if row.kind == "step-begun":
             if generation is not None and generation != row.generation:
-                sources, attempt, code, end = {}, None, None, None
+                sources, attempt, code, end, started, attempts = {}, None, None, None, None, 0
             begin = row
         elif row.kind == "action-invoked":
             sources = {k: r for k, r in sources.items() if k not in ("arguments", "result", "details")}
             if begin is not None and "arguments" in begin.body.get("slots", {}):
                 sources["arguments"] = begin
+            attempts += row.body["attempt"] != attempt
             attempt, code = row.body["attempt"], None
         elif row.kind == "action-result":
             if attempt != row.body["attempt"]:
@@ -423,6 +426,8 @@ def _step_view(path: str, rows: Iterable[_Row], values: dict[tuple[int, str], st
             code = row.body.get("code", code if row.body["outcome"] == "failed" else None)
         elif row.kind != "child-started":
             continue
+        if started is None and (row.kind != "action-result" or generation is not None):
+            started = row.at
         for name in own:
             sources[name] = row
         generation = row.generation
@@ -443,12 +448,17 @@ def _step_view(path: str, rows: Iterable[_Row], values: dict[tuple[int, str], st
             record["branch"] = end.body["branch"]
     if code is not None:
         record["code"] = code
+    if started is not None:
+        record["x-started-at"] = started
+    if end is not None:
+        record["x-ended-at"] = end.at
+    record["x-attempts"] = attempts
     return record
 
 
 def _entry(row: _Row, rows: list[_Row], values: dict[tuple[int, str], str]) -> dict[str, Any]:
     body = row.body
-    entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation}
+    entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation, "x-at": row.at}
     kind = row.kind
     if kind in ("step-begun", "step-ended"):
         entry["kind"] = "step"
@@ -502,6 +512,9 @@ def _document(run_id: str, rows: list[_Row], values: dict[tuple[int, str], str])
     for member in ("name", "predecessor"):
         if start.get(member) is not None:
             run[member] = start[member]
+    if start.get("labels"):
+        run["x-labels"] = start["labels"]
+    run["x-updated-at"] = [r for r in rows if r.kind != "payloads-removed"][-1].at  # retention is no activity
     payloads = _slots(rows[0].position, start.get("slots", {}), values)
     entries: list[dict[str, Any]] = []
     by_entry = {r.entry: r for r in rows if r.entry is not None}
@@ -511,6 +524,7 @@ def _document(run_id: str, rows: list[_Row], values: dict[tuple[int, str], str])
         status = {"run-suspended": "suspended", "run-held": "held", "run-resumed": "active"}.get(row.kind)
         if row.kind == "run-concluded":
             status = row.body["status"]
+            run["x-ended-at"] = row.at
             payloads.update(_slots(row.position, row.body.get("slots", {}), values))
         if status is not None:
             run["status"] = status
@@ -555,7 +569,8 @@ def reference_summaries(conn: Connection, workflow: str | None = None) -> list[d
         if workflow is not None and run["workflow"] != workflow:
             continue
         summary = {k: run[k] for k in ("id", "workflow", "status", "started_at", "dry_run", "parent")}
-        if "name" in run:
-            summary["name"] = run["name"]
+        for member in ("name", "x-labels", "x-updated-at", "x-ended-at"):
+            if member in run:
+                summary[member] = run[member]
         out.append(summary)
     return out

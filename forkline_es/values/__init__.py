@@ -8,6 +8,7 @@ from forkline_es.values._time import (
     Timestamp,
     canonical_timestamp,
     parse_canonical_timestamp,
+    time_key,
     utc_now,
 )
 from forkline_es.values._typed import (
@@ -35,5 +36,6 @@ __all__ = [
     "is_text",
     "parse_canonical_timestamp",
     "sha256_digest",
+    "time_key",
     "utc_now",
 ]

@@ -15,18 +15,22 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from forkline_es.errors import InvalidValue
+from forkline_es.errors import InvalidRequest, InvalidValue, shown
 from forkline_es.values._paths import Refused
 
 __all__ = [
     "Duration",
     "Timestamp",
     "canonical_timestamp",
+    "format_duration",
     "is_valid_zone",
     "parse_canonical_timestamp",
+    "parse_duration",
     "parse_instant",
+    "time_key",
     "timedelta_ms",
     "utc_now",
     "utc_text",
@@ -55,6 +59,14 @@ def utc_text(dt: datetime) -> str:
     if u.microsecond:
         return f"{text}.{u.microsecond:06d}".rstrip("0") + "Z"
     return text + "Z"
+
+
+def time_key(text: str) -> str:
+    """Canonical UTC text in a fixed width (six fraction digits, no ``Z``), whose text
+    order is time order: the canonical form drops a zero fraction, and ``...:05Z`` sorts
+    after ``...:05.5Z`` as text. Indexes that order runs by time hold this key."""
+    base, _, fraction = text[:-1].partition(".")
+    return f"{base}.{fraction.ljust(6, '0')}"
 
 
 def parse_instant(text: str) -> datetime | None:
@@ -284,3 +296,43 @@ def timedelta_ms_or_none(td: timedelta) -> int | None:
     """Whole milliseconds of a timedelta, or None when it has a sub-millisecond part."""
     micros = (td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds
     return None if micros % 1000 else micros // 1000
+
+
+#: Durations as text (``30d``, ``1d12h``): retention policies and listing filters.
+_UNITS: Final = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
+_DURATION: Final = re.compile(r"(?:[0-9]+[wdhms])+\Z")
+_PART: Final = re.compile(r"([0-9]+)([wdhms])")
+
+
+def parse_duration(value: timedelta | str, what: str = "duration") -> timedelta:
+    """``timedelta`` or text such as ``30d``, ``12h``, ``1d12h``, ``90m``, ``2w``, ``45s``."""
+    if isinstance(value, timedelta):
+        if value < timedelta(0):
+            raise InvalidRequest(f"{what} must not be negative, got {value}")
+        return value
+    if isinstance(value, str) and _DURATION.match(value.strip()):
+        try:  # a number past 4,300 digits is a ValueError of int(), and too long anyway
+            seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(value.strip()))
+            return timedelta(seconds=seconds)
+        except (OverflowError, ValueError):
+            raise InvalidRequest(
+                f"{what} {shown(value)} is longer than a timedelta holds (999,999,999 days)"
+            ) from None
+    raise InvalidRequest(
+        f"{what} is a timedelta or text like '30d', '12h', '1d12h' (units w, d, h, m, s), not {shown(value)}"
+    )
+
+
+def format_duration(d: timedelta) -> str:
+    """The shortest ``parse_duration`` text for ``d`` (whole seconds; sub-second is dropped)."""
+    seconds = int(d.total_seconds())
+    if seconds == 0:
+        return "0s"
+    parts = []
+    for unit, size in _UNITS.items():
+        if unit == "w":
+            continue  # days read better than weeks in reports
+        n, seconds = divmod(seconds, size)
+        if n:
+            parts.append(f"{n}{unit}")
+    return "".join(parts)

@@ -28,7 +28,7 @@ WITHOUT_ANCHORS: dict[str, set[str]] = {
     "result-values-swapped": set(),
     "final-result-value": set(),
     "conclusion-outputs": {"projection-mismatch"},
-    "middle-timestamp": set(),
+    "middle-timestamp": {"projection-mismatch"},  # entries carry x-at (issue 23): the refold sees it
     "idempotency-key": set(),
     "hold-reason": set(),
     "hold-code": set(),
