@@ -68,7 +68,12 @@ def _render(diff: RunDiff, show_all: bool) -> None:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Count metadata and infrastructure differences (and times) too, not only behaviour.",
+    help="Count metadata and infrastructure differences too, not only behaviour.",
+)
+@click.option(
+    "--times",
+    is_flag=True,
+    help="Compare when entries and steps were recorded (x-at ...): metadata, left out by default.",
 )
 @click.option(
     "--ignore",
@@ -85,6 +90,7 @@ def diff(
     show_all: bool,
     window: int,
     strict: bool,
+    times: bool,
     ignore: tuple[str, ...],
     db: str,
     as_json: bool,
@@ -106,9 +112,12 @@ def diff(
                 window=window,
                 strict=strict,
                 ignore=ignore,
+                times=times,
             )
         else:
-            result = diff_runs(store, runs[0], runs[1], window=window, strict=strict, ignore=ignore)
+            result = diff_runs(
+                store, runs[0], runs[1], window=window, strict=strict, ignore=ignore, times=times
+            )
     if as_json:
         echo_json(result.to_json(all=show_all))
     else:

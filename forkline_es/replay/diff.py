@@ -102,7 +102,7 @@ KINDS: Final = (
     "extra-event",  # a logged event of B with no counterpart in A
     "name",  # the run's display name
     "labels",  # the run's labels (x-labels)
-    "time",  # a time member (x-at, ...), compared only when strict
+    "time",  # a time member (x-at, ...), compared only when asked (``times``)
     "attempt",  # an attempt number (recovery renumbers attempts)
     "retry",  # a retried attempt one run made and the other did not, or how it failed
     "recovery",  # crashes: recoveries and superseded entries
@@ -231,7 +231,7 @@ def _fact(entry_kind: str, pointer: str, phase: str) -> tuple[str, str, str]:
     root_pointer = prefix + "".join(f"/{t}" for t in root)
     if fact in TIME_MEMBERS:
         return "time", fact, root_pointer
-    if fact in ("attempt", "x-attempts"):
+    if fact == "attempt":
         return "attempt", fact, root_pointer
     if phase == RETRY and fact not in _RETRY_BEHAVIOUR:
         return "retry", fact, root_pointer
@@ -730,6 +730,7 @@ class _Options:
     window: int
     strict: bool
     ignore: Ignore
+    times: bool = False
 
 
 def _kept(changes: Iterable[Change], entry_kind: str | None, options: _Options) -> list[Change]:
@@ -821,13 +822,14 @@ def _signature(path: str | None, kind: str, facts: list[tuple[str, str, Change]]
 Facts = tuple[str, list[tuple[str, str, Change]]]
 
 
-def entry_facts(entry_kind: str, changes: list[Change], phase: str, strict: bool) -> list[Facts]:
+def entry_facts(entry_kind: str, changes: list[Change], phase: str, times: bool) -> list[Facts]:
     """The changes of one matched pair grouped by kind, in ``KINDS`` order, each change
-    with its fact and the fact's root pointer; time members are left out unless ``strict``."""
+    with its fact and the fact's root pointer; time members are left out unless ``times``,
+    and always where one side has none (a baseline keeps no times)."""
     kinds: dict[str, list[tuple[str, str, Change]]] = {}
     for change in changes:
         kind, fact, root = _fact(entry_kind, change[0], phase)
-        if kind == "time" and not strict:
+        if kind == "time" and (not times or change[1] is None or change[2] is None):
             continue
         kinds.setdefault(kind, []).append((fact, root, change))
     return sorted(kinds.items(), key=lambda group: _PRIORITY[group[0]])
@@ -868,8 +870,8 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
         a, b = entries_a[i], entries_b[j]
         changes = _kept(entry_changes(a, b), str(a.get("kind")), options)
         path, seq_a, seq_b = entry_path(a), a.get("seq"), b.get("seq")
-        if changes:
-            groups = entry_facts(str(a.get("kind")), changes, keys_a.keys[i][3], options.strict)
+        groups = entry_facts(str(a.get("kind")), changes, keys_a.keys[i][3], options.times) if changes else []
+        if groups:
             for rank, (kind, facts_) in enumerate(groups):
                 signature = _signature(path, kind, facts_)
                 root = facts_[0][1]
@@ -973,12 +975,13 @@ def _removed_payload(a: Any, b: Any, change: Change) -> bool:
     return change[0].startswith("/payload") and (a is REMOVED_PAYLOAD or b is REMOVED_PAYLOAD)
 
 
-def _options(window: int, strict: bool, ignore: Iterable[str]) -> _Options:
+def _options(window: int, strict: bool, ignore: Iterable[str], times: bool = False) -> _Options:
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError("window must be at least 1")
-    if not isinstance(strict, bool):
-        raise InvalidRequest(f"strict must be True or False, not {shown(strict)}")
-    return _Options(window, strict, ignore if isinstance(ignore, Ignore) else Ignore(ignore))
+    for name, flag in (("strict", strict), ("times", times)):
+        if not isinstance(flag, bool):
+            raise InvalidRequest(f"{name} must be True or False, not {shown(flag)}")
+    return _Options(window, strict, ignore if isinstance(ignore, Ignore) else Ignore(ignore), times)
 
 
 def diff_documents(
@@ -989,19 +992,21 @@ def diff_documents(
     window: int = DEFAULT_WINDOW,
     strict: bool = False,
     ignore: Iterable[str] = (),
+    times: bool = False,
 ) -> RunDiff:
     """Diff two run record documents (or baselines); A is the expected side.
 
     ``resolve`` reads a child run's document by id, to compare child runs by their own
     records; without it (and without embedded child baselines) children are compared by
     path only. ``window`` bounds the realignment look-ahead (see ``replay.align``).
-    ``strict`` counts metadata and infrastructure differences (and time members) too;
-    ``ignore`` leaves out the changes under the given pointer patterns.
+    ``strict`` counts metadata and infrastructure differences too; ``times`` compares the
+    time members (``x-at`` ...: metadata, which differ between any two runs, so left out
+    by default); ``ignore`` leaves out the changes under the given pointer patterns.
 
     The documents come from the caller (a baseline file, say), so their shape is checked
     first: what the diff cannot read is an ``InvalidRequest`` naming the member.
     """
-    options = _options(window, strict, ignore)
+    options = _options(window, strict, ignore, times)
     check_document(doc_a, "document A", MAX_CHILD_DEPTH)
     check_document(doc_b, "document B", MAX_CHILD_DEPTH)
     return _diff(doc_a, doc_b, resolve, options, 0)
@@ -1015,13 +1020,15 @@ def diff_runs(
     window: int = DEFAULT_WINDOW,
     strict: bool = False,
     ignore: Iterable[str] = (),
+    times: bool = False,
 ) -> RunDiff:
     """Diff two runs of ``store``; A is the expected side (e.g. the original of a replay).
 
     Logged events (``RunRecorder.log_event``) are compared too. Refusals of the lookups
-    (``RunNotFound``, ``RunNotRetained``) propagate unchanged.
+    (``RunNotFound``, ``RunNotRetained``) propagate unchanged. ``strict``, ``times`` and
+    ``ignore`` as in ``diff_documents``.
     """
-    options = _options(window, strict, ignore)
+    options = _options(window, strict, ignore, times)
     return _diff_sides(stored_side(store, run_a), stored_side(store, run_b), options, 0)
 
 

@@ -43,7 +43,6 @@ __all__ = [
     "keys_from_parts",
     "keys_of",
     "parts_of",
-    "untimed",
     "without_varying",
 ]
 
@@ -143,27 +142,22 @@ def entry_path(entry: Mapping[str, Any]) -> str | None:
 #: runs, so a golden baseline leaves them out and a diff compares them only when strict.
 TIME_MEMBERS: Final = frozenset({"x-at", "x-started-at", "x-ended-at", "x-updated-at"})
 _STEP_VARIES: Final = TIME_MEMBERS | {"generation"}
+#: A step record's members that its entries decide: ``x-attempts`` counts the step's
+#: invokes, whose differences are already retries or attempt numbers (one fact, one
+#: divergence).
+_STEP_DERIVED: Final = frozenset({"generation", "x-attempts"})
 
 
 def comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry without what varies between runs (seq, generations, child run id); its
-    times stay, for ``diff`` to classify (``time``, compared only when strict)."""
+    """The entry without what varies between runs (seq, generations, child run id) or
+    what other entries decide (a step's ``x-attempts``); its times stay, for ``diff`` to
+    classify (``time``, compared only when strict)."""
     out = {k: v for k, v in entry.items() if k not in ("seq", "generation")}
     if out.get("kind") == "child":
         out.pop("child", None)
     step = out.get("step")
     if isinstance(step, dict):
-        out["step"] = {k: v for k, v in step.items() if k != "generation"}
-    return out
-
-
-def untimed(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry without its time members (and its step record's): what a Replayer's own
-    rendering of a call, which has no clock of the original, can be compared with."""
-    out = {k: v for k, v in entry.items() if k not in TIME_MEMBERS}
-    step = out.get("step")
-    if isinstance(step, Mapping):
-        out["step"] = {k: v for k, v in step.items() if k not in TIME_MEMBERS}
+        out["step"] = {k: v for k, v in step.items() if k not in _STEP_DERIVED}
     return out
 
 

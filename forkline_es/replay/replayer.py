@@ -41,7 +41,7 @@ from forkline_es.replay.diff import (
     entry_changes,
     entry_facts,
 )
-from forkline_es.replay.entries import RETRY, active_entries, entry_path, keys_of, untimed
+from forkline_es.replay.entries import RETRY, active_entries, entry_path, keys_of
 from forkline_es.values import decode_value, encode_value
 
 if TYPE_CHECKING:
@@ -145,8 +145,6 @@ class _Step:
     code: str | None = None
     branch: dict[str, Any] | None = None
     slots: dict[str, Any] | None = None
-    attempt: int | None = None
-    attempts: int = 0
 
     def render(self) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -160,7 +158,6 @@ class _Step:
             record["code"] = self.code
         if self.branch is not None:
             record["branch"] = self.branch
-        record["x-attempts"] = self.attempts
         return record
 
 
@@ -214,14 +211,7 @@ class Replayer:
         step = self._steps.get(path) or _Step(path)
         slots = self._slots(arguments=arguments)
         after = _Step(
-            path,
-            step.status,
-            step.outcome,
-            step.code,
-            step.branch,
-            {**(step.slots or {}), **slots},
-            step.attempt,
-            step.attempts,
+            path, step.status, step.outcome, step.code, step.branch, {**(step.slots or {}), **slots}
         )
         self._check({"kind": "step", "step": after.render()}, lambda run: run.begin_step(path, arguments))
         self._steps[path] = after
@@ -273,8 +263,6 @@ class Replayer:
         step = self._steps.get(path) or _Step(path)
         kept = {k: v for k, v in (step.slots or {}).items() if k not in ("result", "details")}
         step.slots, step.code = {**kept, **slots}, None
-        step.attempts += attempt != step.attempt
-        step.attempt = attempt
         self._steps[path] = step
         recorded = int(self._entries[at].get("attempt") or 0)  # the record's number for it
         found = self._results.get((path, recorded))
@@ -313,8 +301,6 @@ class Replayer:
             code if code is not None else step.code,
             check_branch(branch),
             {**(step.slots or {}), **slots},
-            step.attempt,
-            step.attempts,
         )
         self._check(
             {"kind": "step", "step": after.render()},
@@ -450,12 +436,12 @@ class Replayer:
         if not _same_place(expected, actual):
             self._record(record, failing=True)
             self._violate("missing-step", expected, actual, [("", expected, None), ("", None, actual)])
-        changes = entry_changes(untimed(expected), actual)  # the replay has no clock of the original
+        changes = entry_changes(expected, actual)
         if changes:
             phase = self._keys[self._at][3]
             counted = [
                 (kind, [change for _, _, change in facts])
-                for kind, facts in entry_facts(str(expected.get("kind")), changes, phase, self.strict)
+                for kind, facts in entry_facts(str(expected.get("kind")), changes, phase, times=False)
                 if self.strict or KIND_CLASS[kind] == BEHAVIOUR
             ]
             if counted:

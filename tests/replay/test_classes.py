@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forkline_es as fe
+from forkline_es.replay import baseline_document
 from forkline_es.replay.diff import KIND_CLASS
 from forkline_es.testing.histories import payload_values
 
@@ -162,16 +163,28 @@ def test_labels_are_metadata(mem_store: fe.Store) -> None:
     ]
 
 
-def test_time_members_count_only_when_strict(mem_store: fe.Store) -> None:
+def test_time_members_are_compared_only_when_asked_and_count_only_when_strict(mem_store: fe.Store) -> None:
     doc = mem_store.get_run_record(_retried(mem_store, 0))
     timed = copy.deepcopy(doc)
     timed["entries"][1]["x-at"] = "2030-01-01T00:00:00Z"
     timed["entries"][1]["step"]["x-started-at"] = "2030-01-01T00:00:00Z"
     assert fe.diff_documents(doc, timed).divergences == ()
-    strict = fe.diff_documents(doc, timed, strict=True)
-    assert [(d.kind, d.category, [c[0] for c in d.changes]) for d in strict.divergences] == [
+    assert fe.diff_documents(doc, timed, strict=True).divergences == ()  # strict alone: no times
+    listed = fe.diff_documents(doc, timed, times=True)
+    assert [(d.kind, d.category, [c[0] for c in d.changes]) for d in listed.divergences] == [
         ("time", "metadata", ["/step/x-started-at", "/x-at"])
     ]
+    assert listed.is_match  # metadata: listed, not counted
+    assert not fe.diff_documents(doc, timed, times=True, strict=True).is_match
+    # A baseline keeps no times: nothing to compare them with, even when asked.
+    golden = baseline_document(doc)
+    assert fe.diff_documents(golden, timed, times=True, strict=True).divergences == ()
+
+
+def test_times_must_be_a_bool(mem_store: fe.Store) -> None:
+    doc = mem_store.get_run_record(_retried(mem_store, 0))
+    with pytest.raises(fe.InvalidRequest, match="times must be True or False"):
+        fe.diff_documents(doc, doc, times="yes")  # type: ignore[arg-type]
 
 
 def test_a_value_repeated_in_several_entries_is_one_divergence_naming_each(mem_store: fe.Store) -> None:
