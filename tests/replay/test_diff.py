@@ -103,7 +103,7 @@ def test_each_divergence_kind(
 CLASS_CASES = {
     "name": "test_a_name_is_metadata",
     "labels": "test_labels_are_metadata",
-    "time": "test_time_members_count_only_when_strict",
+    "time": "test_time_members_are_compared_only_when_asked_and_count_only_when_strict",
     "attempt": "test_recovery_renumbering_is_one_attempt_divergence_and_one_recovery",
     "retry": "test_a_retry_one_run_made_is_reported_once_as_infrastructure",
     "recovery": "test_recovery_renumbering_is_one_attempt_divergence_and_one_recovery",
