@@ -23,7 +23,7 @@ What varies between two faithful executions of the same work is left out of the
 comparison by position in the document, never by a field name inside a user value:
 ``seq`` and ``generation`` of every entry, ``step.generation``, and the child run id of a
 ``child`` entry (compared by the child's own record instead, see ``diff``). Time members
-(``TIME_MEMBERS``) stay: ``diff`` classifies them as metadata, counted only when strict.
+(``TIME_MEMBERS``) stay: ``diff`` compares them only when asked (``times``), as metadata.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def entry_path(entry: Mapping[str, Any]) -> str | None:
 
 
 #: The ``x-`` members that say when something was recorded: they differ between any two
-#: runs, so a golden baseline leaves them out and a diff compares them only when strict.
+#: runs, so a golden baseline leaves them out and a diff compares them only when asked.
 TIME_MEMBERS: Final = frozenset({"x-at", "x-started-at", "x-ended-at", "x-updated-at"})
 _STEP_VARIES: Final = TIME_MEMBERS | {"generation"}
 #: A step record's members that its entries decide: ``x-attempts`` counts the step's
@@ -151,7 +151,7 @@ _STEP_DERIVED: Final = frozenset({"generation", "x-attempts"})
 def comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry without what varies between runs (seq, generations, child run id) or
     what other entries decide (a step's ``x-attempts``); its times stay, for ``diff`` to
-    classify (``time``, compared only when strict)."""
+    classify (``time``, compared only with ``times``)."""
     out = {k: v for k, v in entry.items() if k not in ("seq", "generation")}
     if out.get("kind") == "child":
         out.pop("child", None)
