@@ -8,7 +8,7 @@ from typing import Final
 import click
 
 from forkline_es import __version__
-from forkline_es.cli import compat, copying, demo, records, replay, retention, verify
+from forkline_es.cli import compat, copying, demo, records, replay, retention, serve, verify
 
 __all__ = ["SECTIONS", "main", "summary"]
 
@@ -16,6 +16,7 @@ __all__ = ["SECTIONS", "main", "summary"]
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
     "Record": ("demo", "import-forkline"),
     "Inspect": ("runs", "show", "step", "log", "export"),
+    "Browse": ("serve",),
     "Compare and check": ("diff", "verify", "anchors"),
     "Maintain": ("rebuild", "retention", "evict", "gc", "copy"),
 }
@@ -85,6 +86,6 @@ def _db_defaults(group: click.Group, db: str) -> dict[str, object]:
     return defaults
 
 
-for _module in (demo, compat, records, retention, replay, verify, copying):
+for _module in (demo, compat, records, retention, replay, verify, copying, serve):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -1,0 +1,31 @@
+// forkline-es serve: progressive touches only; every page works without this file.
+"use strict";
+document.addEventListener("DOMContentLoaded", () => {
+  // The status filter applies as soon as it is chosen (the form's button does it without JS).
+  for (const select of document.querySelectorAll("select[data-autosubmit]")) {
+    select.addEventListener("change", () => select.form.submit());
+  }
+  // Times are recorded in UTC; hovering one shows it in the browser's own time zone.
+  for (const node of document.querySelectorAll("time")) {
+    const text = node.textContent.trim();
+    const when = text ? new Date(text) : null;
+    if (when && !Number.isNaN(when.getTime())) {
+      node.setAttribute("datetime", text);
+      node.title = when.toLocaleString();
+    }
+  }
+  // Collapse or expand every payload at once.
+  const blocks = document.querySelectorAll(".slot details");
+  if (blocks.length > 1) {
+    const toggle = document.createElement("button");
+    toggle.type = "button";
+    toggle.className = "toggle-payloads";
+    toggle.textContent = "collapse payloads";
+    toggle.addEventListener("click", () => {
+      const open = toggle.textContent.startsWith("expand");
+      for (const d of blocks) d.open = open;
+      toggle.textContent = open ? "collapse payloads" : "expand payloads";
+    });
+    document.querySelector("main").prepend(toggle);
+  }
+});
