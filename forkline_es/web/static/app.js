@@ -16,7 +16,8 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   // Collapse or expand every payload at once.
   const blocks = document.querySelectorAll(".slot details");
-  if (blocks.length > 1) {
+  const place = document.querySelector("[data-payload-toggle]");
+  if (place && blocks.length > 1) {
     const toggle = document.createElement("button");
     toggle.type = "button";
     toggle.className = "toggle-payloads";
@@ -26,6 +27,6 @@ document.addEventListener("DOMContentLoaded", () => {
       for (const d of blocks) d.open = open;
       toggle.textContent = open ? "collapse payloads" : "expand payloads";
     });
-    document.querySelector("main").prepend(toggle);
+    place.append(toggle);
   }
 });
