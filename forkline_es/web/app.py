@@ -208,11 +208,8 @@ def create_app(store: Store) -> Starlette:
     @_refusals
     async def run_page(request: Request) -> Response:
         run_id = store.resolve_run_id(request.path_params["run_id"])
-        with store.log.snapshot():
-            doc = store.get_run_record(run_id)
-            report = store.verify_run(run_id)
+        doc = store.get_run_record(run_id)
         entries = doc.get("entries") or []
-        gone = views.superseded_by(entries)
         timeline = views.timeline_of(doc)
         order = {p: i for i, p in enumerate(timeline.paths)}
         steps = sorted(doc["steps"].values(), key=lambda s: order.get(s["path"], len(order)))
@@ -222,12 +219,11 @@ def create_app(store: Store) -> Starlette:
             doc=doc,
             run=doc["run"],
             timeline=timeline,
-            steps=[(s, {k: views.slot_view(v) for k, v in s["payloads"].items()}) for s in steps],
+            run_q=quote(run_id, safe=""),
+            steps=views.step_rows(steps),
             run_payloads={k: views.slot_view(v) for k, v in doc["payloads"].items()},
-            entries=entries,
-            gone=gone,
+            entries=views.entry_rows(entries),
             children=[e for e in entries if e["kind"] == "child"],
-            verify=report,
         )
 
     @_refusals

@@ -23,8 +23,10 @@ __all__ = [
     "badge",
     "change_text",
     "diff_rows",
+    "entry_rows",
     "payload_text",
     "slot_view",
+    "step_rows",
     "superseded_by",
     "timeline_of",
 ]
@@ -120,6 +122,73 @@ def attempts_of(entries: list[dict[str, Any]], path: str) -> list[Attempt]:
             )
         )
     return rows
+
+
+def _badges(*words: object) -> list[tuple[str, str]]:
+    return [(w, badge(w)) for w in words if isinstance(w, str)]
+
+
+def entry_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each entry as the run page's row: its words (``text``, then ``badges``, then ``tail``),
+    the child run it names, the recovery that superseded it. Computed here, once, so that the
+    template of an 8,000-entry run only places strings."""
+    gone = superseded_by(entries)
+    rows = []
+    for e in entries:
+        kind = e["kind"]
+        text, tail, badges, child = "", "", [], None
+        code = f" [{e['code']}]" if e.get("code") else ""
+        if kind == "step":
+            step = e["step"]
+            text, badges = step["path"], _badges(step["status"], step.get("outcome"))
+            tail = f" [{step['code']}]" if step.get("code") else ""
+        elif kind == "invoke":
+            text, badges = f"{e['path']} #{e['attempt']} {e['operation']}", _badges(e["dispatch"])
+        elif kind == "result":
+            text, badges, tail = f"{e['path']} #{e['attempt']}", _badges(e["dispatch"]), code
+        elif kind == "child":
+            text, child = f"{e['path']} child", e["child"]
+        elif kind == "recovery":
+            gone_seqs = ", ".join(map(str, e["supersedes"])) or "nothing"
+            text = f"generation {e['generation']}, supersedes {gone_seqs}"
+        elif kind == "conclude":
+            badges = _badges(e["status"])
+            tail = code + (f" {e['reason']}" if e.get("reason") else "")
+        else:
+            text = " ".join(f"{k}={e[k]}" for k in ("code", "step", "reason") if e.get(k))
+        by = gone.get(e["seq"])
+        rows.append(
+            {
+                "seq": e["seq"],
+                "generation": e["generation"],
+                "kind": kind,
+                "css": f"kind-{kind} superseded" if by else f"kind-{kind}",
+                "text": text,
+                "badges": badges,
+                "tail": tail,
+                "child": child,
+                "by": by,
+                "at": e.get("x-at", ""),
+            }
+        )
+    return rows
+
+
+def step_rows(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each step of the current view as the run page's row, its payloads as ``slot_view``s."""
+    return [
+        {
+            "path": s["path"],
+            "badges": _badges(s["status"], s.get("outcome")),
+            "code": s.get("code") or "",
+            "generation": s["generation"],
+            "attempts": s.get("x-attempts", ""),
+            "started": s.get("x-started-at", ""),
+            "ended": s.get("x-ended-at", ""),
+            "payloads": [(name, slot_view(slot)) for name, slot in s["payloads"].items()],
+        }
+        for s in steps
+    ]
 
 
 # -- the timeline -----------------------------------------------------------------------------

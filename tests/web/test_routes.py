@@ -144,7 +144,7 @@ def test_run_page_draws_the_timeline_recovery_and_children(demo_client: TestClie
     assert 'data-dispatch="failed"' in page and 'data-dispatch="ambiguous"' in page
     child = next(e["child"] for e in doc["entries"] if e["kind"] == "child")
     assert f'<a href="/runs/{child}" class="child-link">' in page
-    assert 'id="verify" data-ok="true"' in page
+    assert 'id="verify" data-verify="/api/runs/demo-first/verify"' in page  # app.js fills the badge
     # entries in order, superseded ones marked
     seqs = [int(s) for s in re.findall(r'data-seq="(\d+)"', page)]
     assert seqs == [e["seq"] for e in doc["entries"]]

@@ -14,6 +14,26 @@ document.addEventListener("DOMContentLoaded", () => {
       node.title = when.toLocaleString();
     }
   }
+  // The verify badge: re-checking a run reads all of it, so the page asks for it after loading.
+  const badge = document.querySelector("[data-verify]");
+  if (badge) {
+    fetch(badge.dataset.verify)
+      .then((response) => response.json())
+      .then((report) => {
+        if (!report || typeof report.ok !== "boolean") throw new Error("no report");
+        badge.className = "badge " + (report.ok ? "ok" : "bad");
+        badge.dataset.ok = String(report.ok);
+        badge.textContent = report.ok ? "verify: ok" : `verify: ${report.problems.length} problem(s)`;
+        const list = document.getElementById("problems");
+        for (const problem of report.problems) {
+          const item = document.createElement("li");
+          item.textContent = JSON.stringify(problem);  // recorded text stays text
+          list.append(item);
+        }
+        list.hidden = report.ok;
+      })
+      .catch(() => { badge.textContent = "verify: not available"; });
+  }
   // Collapse or expand every payload at once.
   const blocks = document.querySelectorAll(".slot details");
   const place = document.querySelector("[data-payload-toggle]");
