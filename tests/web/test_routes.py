@@ -9,9 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 import forkline_es as fe
+from forkline_es.cli.main import main
+from forkline_es.web import create_app
 from forkline_es.web.app import CSP
 from forkline_es.web.server import exposure_warning
 from tests.web.conftest import HOSTILE, HOSTILE_RUN
@@ -242,3 +245,28 @@ def test_exposure_warning_only_off_loopback() -> None:
     for host in ("0.0.0.0", "192.168.1.20", "example.org"):
         warning = exposure_warning(host)
         assert warning is not None and host in warning and "no login" in warning
+
+
+def test_an_evicted_run_is_410_run_not_retained(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        store.start_run("w", run_id="gone").conclude("succeeded")
+        store.evict_run("gone", "retention test")
+    with fe.Store.open(db, read_only=True) as store, TestClient(create_app(store)) as client:
+        for url in ("/runs/gone", "/api/runs/gone", "/runs/gone/steps/a"):
+            response = client.get(url)
+            assert response.status_code == 410, url
+            assert response.headers["x-forkline-code"] == "run-not-retained"
+
+
+def test_an_ambiguous_prefix_is_invalid_request(demo_client: TestClient) -> None:
+    response = demo_client.get("/api/runs/demo-")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid-request"
+    assert "ambiguous" in response.json()["error"]["message"]
+
+
+def test_serve_refuses_a_missing_database_without_creating_it(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    result = CliRunner().invoke(main, ["serve", "--db", str(missing)])
+    assert result.exit_code == 2 and "forkline-es demo" in result.output
+    assert not missing.exists()
