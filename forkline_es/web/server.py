@@ -10,10 +10,13 @@ from forkline_es._logging import get_logger
 from forkline_es.store import Store
 from forkline_es.web.app import create_app
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "exposure_warning", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "LOOPBACK_NAMES", "exposure_warning", "serve"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
+
+#: The Host names a server bound to a loopback address answers.
+LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 _log = get_logger("forkline_es.web")
 
@@ -42,5 +45,9 @@ def serve(store: Store, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> N
     if warning is not None:
         _log.warning("serve.exposed", host=host, port=port)
         print(f"warning: {warning}", file=sys.stderr)
+    # On loopback only the loopback names are answered (no DNS rebinding); elsewhere the
+    # names the server is reached by are not known here.
+    hosts = None if warning is not None else [*LOOPBACK_NAMES, host]
     _log.info("serve.start", host=host, port=port, db=store.path)
-    uvicorn.run(create_app(store), host=host, port=port, log_level="warning", access_log=False)
+    app = create_app(store, allowed_hosts=hosts)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,6 +142,19 @@ def test_hostile_text_renders_as_text_and_runs_nothing(
         _shot(page, tmp_path, "hostile")
     assert watched.dialogs == [], watched.dialogs
     assert watched.errors == [], watched.errors
+
+
+def test_serve_on_loopback_answers_only_loopback_names(demo_db: Path) -> None:
+    """A page elsewhere cannot read the store through DNS rebinding: its Host is refused."""
+    with served(demo_db) as url:
+        ok = urllib.request.Request(f"{url}/api/runs", headers={"Host": "localhost"})
+        with urllib.request.urlopen(ok, timeout=5) as response:
+            assert response.status == 200
+        evil = urllib.request.Request(f"{url}/api/runs", headers={"Host": "attacker.example"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(evil, timeout=5)
+        assert refused.value.code == 400
+        assert refused.value.headers["Content-Security-Policy"]
 
 
 def test_serve_warns_when_bound_beyond_loopback(demo_db: Path) -> None:

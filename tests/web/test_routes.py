@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,25 @@ def test_serve_refuses_a_missing_database_without_creating_it(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["serve", "--db", str(missing)])
     assert result.exit_code == 2 and "forkline-es demo" in result.output
     assert not missing.exists()
+
+
+def test_payload_states_are_shown_as_such(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        run = store.start_run("w", run_id="states", inputs={"a": 1})
+        run.begin_step("a", arguments=fe.NOT_RECORDED)
+        run.end_step("a", "succeeded", result={"kept": "until retention"})
+        run.begin_step("b", arguments=fe.Sensitive({"token": "secret-value"}))
+        run.end_step("b", "succeeded")
+        run.conclude("succeeded")
+        store.apply_retention(
+            fe.RetentionPolicy(drop_payloads_after=timedelta(0), payload_classes=["results"])
+        )
+    with fe.Store.open(db, read_only=True) as store, TestClient(create_app(store)) as client:
+        page = client.get("/runs/states").text
+        step = client.get("/runs/states/steps/a").text
+    for state in ("not-recorded", "removed", "withheld"):
+        assert f'data-state="{state}"' in page, state
+    assert 'data-state="not-recorded"' in step and 'data-state="removed"' in step
+    assert "until retention" not in page and "secret-value" not in page
+    assert '"a": 1' in html.unescape(page)  # inputs were not in the removed class
