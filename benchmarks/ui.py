@@ -98,7 +98,7 @@ def run(quick: bool, workdir: Path) -> list[Row]:
                 0.2,
             ),
             (
-                f"run page, {steps:,} steps (timeline, steps, entries, verify)",
+                f"run page, {steps:,} steps (timeline, steps, entries)",
                 f"/runs/{BIG}",
                 lambda: store.get_run_record(BIG),
                 1.0,

@@ -224,7 +224,6 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
             workflow=params.get("workflow", ""),
             since=params.get("since", ""),
             until=params.get("until", ""),
-            label=" ".join(params.getlist("label")),
             labels=params.getlist("label"),
             parent=filters["parent"] or "",
             continued=bool(params.get("before")),
