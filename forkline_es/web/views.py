@@ -262,6 +262,7 @@ class Timeline:
     children: list[ChildMark]
     ticks: list[tuple[float, str]]
     span_ms: float
+    lead_ms: float
 
 
 def _micros(at: str | None) -> int | None:
@@ -294,8 +295,11 @@ def timeline_of(doc: dict[str, Any]) -> Timeline:
     bar per begin-to-end of each generation, attempts as marks inside, recoveries as rules."""
     entries = doc.get("entries") or []
     gone = superseded_by(entries)
-    times = [t for e in entries if (t := _micros(e.get("x-at"))) is not None]
-    start = _micros(doc["run"].get("started_at")) or (min(times) if times else 0)
+    # The axis begins at the first entry after the start entry: time spent before the first
+    # step (a queue, a manifest) would squeeze every bar to the right. ``lead_ms`` says it.
+    times = [t for e in entries if e["kind"] != "start" and (t := _micros(e.get("x-at"))) is not None]
+    started = _micros(doc["run"].get("started_at"))
+    start = min(times) if times else (started or 0)
     end = max([start, *times])
     span = end - start
     scale = (WIDTH - LABEL - 10) / span if span > 0 else 0.0
@@ -404,6 +408,7 @@ def timeline_of(doc: dict[str, Any]) -> Timeline:
         children=children,
         ticks=_ticks(span, scale),
         span_ms=span / 1000,
+        lead_ms=(start - started) / 1000 if started is not None else 0.0,
     )
 
 
