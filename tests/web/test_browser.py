@@ -21,6 +21,10 @@ from tests.web.conftest import HOSTILE, HOSTILE_RUN
 from tests.web.serving import CHROMIUM, served
 
 
+#: The machine running the tests may be busy: wait longer than Playwright's 5 s default.
+expect.set_options(timeout=20_000)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     assert Path(CHROMIUM).exists(), f"no browser at {CHROMIUM}: apt-get install -y chromium (see .ci/run)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -293,3 +294,12 @@ def test_payload_states_are_shown_as_such(tmp_path: Path) -> None:
     assert 'data-state="not-recorded"' in step and 'data-state="removed"' in step
     assert "until retention" not in page and "secret-value" not in page
     assert '"a": 1' in html.unescape(page)  # inputs were not in the removed class
+
+
+def test_serve_refuses_a_port_in_use(demo_db: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--db", str(demo_db), "--port", str(port)])
+    assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
