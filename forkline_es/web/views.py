@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
+from urllib.parse import quote, urlencode
 
 import msgspec
 
@@ -23,8 +24,10 @@ __all__ = [
     "badge",
     "change_text",
     "diff_rows",
+    "diff_url",
     "entry_rows",
     "payload_text",
+    "run_url",
     "slot_view",
     "step_rows",
     "superseded_by",
@@ -53,6 +56,36 @@ _BADGE: Final = {
 def badge(word: object) -> str:
     """The badge class for a status word (``ok``, ``bad``, ``warn``, ``live``, ``off``, ``plain``)."""
     return _BADGE.get(word, "plain") if isinstance(word, str) else "plain"
+
+
+def _path_safe(run_id: str) -> bool:
+    """A run id that can be one URL path segment: no ``/`` (servers decode ``%2F`` before
+    routing) and not ``.`` or ``..`` (browsers resolve those away)."""
+    return "/" not in run_id and run_id not in (".", "..")
+
+
+def run_url(run_id: str, path: str | None = None, *, api: bool = False, verify: bool = False) -> str:
+    """The page (or ``api`` document, or ``verify`` report) of a run, or of its step at ``path``.
+
+    ``/runs/RUN[/steps/PATH]``; a run id that cannot be a path segment goes in the query
+    string instead (``/run?id=RUN[&path=PATH]``), so that every run stays reachable.
+    """
+    base = "/api" if api else ""
+    if _path_safe(run_id):
+        url = f"{base}/runs/{quote(run_id, safe='')}"
+        if path is not None:
+            url += f"/steps/{quote(path, safe='/')}"
+        return url + ("/verify" if verify else "")
+    query = {"id": run_id} if path is None else {"id": run_id, "path": path}
+    return f"{base}/run{'/steps' if path is not None else ''}{'/verify' if verify else ''}?{urlencode(query)}"
+
+
+def diff_url(a: str, b: str, *, api: bool = False) -> str:
+    """``/diff/A/B`` (``/diff?a=A&b=B`` when an id cannot be a path segment)."""
+    base = "/api" if api else ""
+    if _path_safe(a) and _path_safe(b):
+        return f"{base}/diff/{quote(a, safe='')}/{quote(b, safe='')}"
+    return f"{base}/diff?{urlencode({'a': a, 'b': b})}"
 
 
 def payload_text(typed: Any) -> str:

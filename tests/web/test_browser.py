@@ -20,7 +20,6 @@ from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect, s
 from tests.web.conftest import HOSTILE, HOSTILE_RUN
 from tests.web.serving import CHROMIUM, served
 
-
 #: The machine running the tests may be busy: wait longer than Playwright's 5 s default.
 expect.set_options(timeout=20_000)
 
