@@ -231,6 +231,8 @@ def test_hostile_text_is_escaped_on_every_page(hostile_client: TestClient) -> No
         f"/runs/{HOSTILE_RUN}",
         f"/runs/{HOSTILE_RUN}/steps/answer",
         f"/diff/{HOSTILE_RUN}/{HOSTILE_RUN}",
+        views.run_url(HOSTILE),
+        views.diff_url(HOSTILE_RUN, HOSTILE),
     ]
     for url in urls:
         page = hostile_client.get(url).text
