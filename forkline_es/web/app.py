@@ -304,7 +304,7 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
             diff=data,
             first=first,
             others=[d for d in data["divergences"] if d != first],
-            rows=views.diff_rows(doc_a, doc_b, first),
+            rows=views.diff_rows(doc_a, doc_b, first or next(iter(data["divergences"]), None)),
             strict=result.strict,
             strict_link=_with(request, "strict", "1"),
         )
