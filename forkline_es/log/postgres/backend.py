@@ -103,6 +103,8 @@ class PostgresBackend:
         self.read_only = read_only
         self.conn = pgc.connect(dsn)
         self._cur = PgCursor(self.conn.cursor())
+        #: The cursor of ``_APPEND`` (the first row's, when an append has several).
+        self._insert = self.conn.cursor()
         self._in_transaction = False
         #: The horizon a ``following`` snapshot fixed before it began; None otherwise.
         self._snapshot_horizon: int | None = None
@@ -151,8 +153,10 @@ class PostgresBackend:
         takes the row's position from the log's BEFORE INSERT trigger (behind the shared
         barrier lock); ``then`` and the COMMIT in the same transaction.
 
-        Sent in pipeline mode: ``BEGIN``, the rows and ``COMMIT`` go together, one round
-        trip, when nothing is folded; with ``then``, the positions come back first (the
+        One row that nothing folds is that statement alone, in autocommit: its own
+        transaction, one round trip, as a raw insert. Otherwise in pipeline mode:
+        ``BEGIN``, the rows and ``COMMIT`` go together, one round trip, when nothing is
+        folded; with ``then``, the positions come back first (the
         fold needs them) and its writes go with the COMMIT: two round trips, and one more
         for each read the fold makes. An error of any statement is raised by the sync that
         brings it back, and translated here as before.
@@ -160,8 +164,13 @@ class PostgresBackend:
         if self.read_only:
             self.refuse_write("append")
         params = [_append_params(r) for r in rows]  # refused before anything is sent
+        if then is None and len(params) == 1:
+            try:  # one statement: its own transaction, nothing to roll back if it fails
+                return [_position(self._insert.execute(_APPEND, params[0], prepare=True))], None
+            except psycopg.Error as e:
+                raise pgc.translate(e, "append") from None
         conn = self.conn
-        inserts = [conn.cursor() for _ in params]
+        inserts = [self._insert, *(conn.cursor() for _ in params[1:])]
         result: T | None = None
         positions: list[int] = []
         try:
