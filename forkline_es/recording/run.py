@@ -11,12 +11,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from forkline_es._logging import get_logger
-from forkline_es.artifacts import recording as _artifacts
-from forkline_es.artifacts.manifest import Manifest
-from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.errors import Conflict, InvalidRequest, InvalidValue, RecordError, RunNotRetained
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import (
@@ -51,6 +48,11 @@ from forkline_es.recording.state import (
 )
 from forkline_es.values import is_digest
 from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
+
+if TYPE_CHECKING:  # artifacts load when a run first adds one (import cost, issue 22)
+    from forkline_es.artifacts import recording as _artifacts
+    from forkline_es.artifacts.manifest import Manifest
+    from forkline_es.artifacts.store import ArtifactFiles
 
 __all__ = ["Host", "Run", "logged_refusals"]
 
@@ -407,6 +409,8 @@ class Run:
         ``name`` defaults to the file's basename (the digest for bytes); the same content
         under the same name again returns the original seq, other content is a conflict.
         """
+        from forkline_es.artifacts import recording as _artifacts
+
         return _artifacts.add_artifact(self, source, kind, content_type, step, name, key)
 
     @logged_refusals
@@ -419,6 +423,8 @@ class Run:
         **facts: Any,
     ) -> Manifest:
         """Record the reproducibility manifest: captured facts plus ``facts``; see docs/verify.md."""
+        from forkline_es.artifacts import recording as _artifacts
+
         return _artifacts.record_manifest(self, packages, config, key, **facts)
 
     @logged_refusals
@@ -432,6 +438,8 @@ class Run:
         key: str | None = None,
     ) -> int:
         """Record a finite metric value, one per (name, step); returns the event's seq."""
+        from forkline_es.artifacts import recording as _artifacts
+
         return _artifacts.observe(self, name, value, unit, step, key)
 
     @contextmanager
