@@ -38,6 +38,7 @@ from forkline_es.recording.payloads import BODY_ALLOWANCE, encode_slots, too_lar
 from forkline_es.recording.state import (
     InFlight,
     RunState,
+    call_digest,
     check_attempt,
     check_branch,
     check_path,
@@ -554,9 +555,9 @@ class Run:
             raise _unencodable(event) from None
         state = self._state
         self.last_position = None
-        seen = state.keys.get(key)
+        seen = state.seen(key)
         if seen is not None:
-            if seen[2] != comparable(event, body):
+            if seen[2] != call_digest(event, body):
                 raise Conflict(f"a different call was already recorded under idempotency key {key!r}")
             self._placed(placement)
             return seen[1] if seen[1] is not None else seen[0]
