@@ -36,6 +36,7 @@ from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_labels, check_text
+from forkline_es.records.cache import DocumentCache
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.values import is_digest, is_text, utc_now
 
@@ -127,6 +128,8 @@ class Store:
         self.log = EventLog(backend)
         self._artifacts: str | None = None
         self.projections = Projections(self.log, extra_projectors())
+        #: Concluded runs' document texts, checked against the run's last position on each read.
+        self.documents = DocumentCache()
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
         #: The time each recorded row gets (canonical UTC text); ``_recorded_at`` overrides it.
@@ -361,7 +364,8 @@ class Store:
         return positions
 
     def _log_row(self, run_id: str, seq: int) -> LogRow | None:
-        rows = list(self.log.read_run_from(run_id, seq, limit=1))
+        with self.log.snapshot():  # another thread's group transaction is never read into
+            rows = list(self.log.read_run_from(run_id, seq, limit=1))
         return rows[0] if rows and rows[0].seq == seq else None
 
     # -- reading -----------------------------------------------------------------------------
