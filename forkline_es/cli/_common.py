@@ -7,8 +7,11 @@ error or a refusal (its code is printed). A read command opens its database read
 
 from __future__ import annotations
 
+import functools
+import io
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +28,7 @@ __all__ = [
     "EXIT_DIFFERENCE",
     "EXIT_OK",
     "EXIT_REFUSED",
+    "NO_PAGER",
     "db_option",
     "echo_json",
     "fail",
@@ -34,6 +38,7 @@ __all__ = [
     "open_for_read",
     "open_for_write",
     "open_read_only",
+    "paged",
     "print_table",
     "refusals",
     "say",
@@ -61,6 +66,60 @@ def db_option(f: F) -> F:
 
 def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")(f)
+
+
+class _Screen(io.StringIO):
+    """What a paged command prints, held until it ends; a terminal to whoever asks
+    (``isatty``), so rich and click still colour and size it as for the screen."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _write_paged(text: str) -> None:
+    """``text`` to the real stdout, through $PAGER (else ``less -R``) when it is longer
+    than the screen is high; the terminal's own size (or $LINES) decides."""
+    if text.count("\n") < shutil.get_terminal_size().lines - 1:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    # click: $PAGER, else less with LESS=-R; colours are kept only where the pager shows them
+    click.echo_via_pager(text, color=None)
+
+
+@contextmanager
+def _pager(enabled: bool) -> Iterator[None]:
+    """Hold a command's stdout and page it on a terminal; pass it through when piped or
+    ``--no-pager``. Output already held still reaches the screen if the command fails."""
+    if not enabled or not sys.stdout.isatty() or not sys.stdin.isatty():
+        yield
+        return
+    real, screen = sys.stdout, _Screen()
+    sys.stdout = screen
+    try:
+        yield
+    finally:
+        sys.stdout = real
+        _write_paged(screen.getvalue())
+
+
+def paged(f: F) -> F:
+    """A read command whose text output goes through a pager on a terminal (long output
+    only; never when piped); adds ``--no-pager``. ``forkline-es --no-pager CMD`` works too."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, no_pager: bool, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        off = no_pager or bool(ctx.find_root().meta.get(NO_PAGER))
+        with _pager(not off):
+            return f(*args, **kwargs)
+
+    option = click.option("--no-pager", is_flag=True, help="Print straight to the terminal, without a pager.")
+    return option(wrapper)  # type: ignore[return-value]
+
+
+#: The root context's meta key ``forkline-es --no-pager`` sets.
+NO_PAGER: Final = "forkline_es.no_pager"
 
 
 def fail(message: str, code: int = EXIT_REFUSED) -> None:

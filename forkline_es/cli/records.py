@@ -23,6 +23,7 @@ from forkline_es.cli._common import (
     one_line,
     open_for_read,
     open_read_only,
+    paged,
     print_table,
     refusals,
     say,
@@ -129,6 +130,7 @@ def _labels_text(labels: dict[str, str] | None) -> str:
 )
 @db_option
 @json_option
+@paged
 def runs(
     workflow: str | None,
     statuses: tuple[str, ...],
@@ -215,6 +217,7 @@ def _stream(
 @click.option("--timeline", "as_timeline", is_flag=True, help="Draw entries by step, attempt and generation.")
 @db_option
 @json_option
+@paged
 def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     """Show RUN's run record document, and as text its RunRecorder events.
 
@@ -295,6 +298,7 @@ def _print_timeline(doc: dict[str, Any]) -> None:
 )
 @db_option
 @json_option
+@paged
 def step(run_id: str, path: str, typed: bool, db: str, as_json: bool) -> None:
     """Show the step record at PATH in RUN, its payloads and every attempt of the step in order.
 
@@ -366,6 +370,7 @@ def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[lis
 @click.argument("run_id", metavar="RUN")
 @db_option
 @json_option
+@paged
 def log_(run_id: str, db: str, as_json: bool) -> None:
     """Print RUN's raw log events in order (payload values stay in the payload table)."""
     with open_read_only(db) as store, refusals():
