@@ -29,6 +29,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_REFUSED",
     "NO_PAGER",
+    "Lines",
     "db_option",
     "echo_json",
     "fail",
@@ -269,12 +270,34 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+class Lines(str):
+    """A cell whose newlines are layout (indented JSON), kept as line breaks on a terminal;
+    every line is still made ``visible``, and piped the cell is one line like any other."""
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Lines):
+        return "\n".join(visible(line) for line in value.split("\n"))
+    return visible(_cell(value))
+
+
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    section: bool = False,
+    whole: Sequence[str] = (),
+) -> None:
     """A rich table on a terminal; tab-separated plain text when piped.
 
     Recorded text goes into the table as ``rich.text.Text``, never as markup: a workflow
     named ``[bold]`` or a reason with ``[link=...]`` is shown as written. Every cell and the
-    title are made ``visible`` first (``one_line`` when piped).
+    title are made ``visible`` first (``one_line`` when piped). A ``section`` of a command
+    that prints several tables is, piped, ``# title``, the header line, its rows and an
+    empty line, so a reader splits the output on empty lines into one table per section.
+    The ``whole`` columns (ids, statuses, short times) are never wrapped or cut on a
+    terminal; the others give way when the screen is narrow.
     """
     if sys.stdout.isatty():
         from rich.console import Console
@@ -282,19 +305,25 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         from rich.text import Text
 
         table = Table(title=None if title is None else Text(visible(title)))
-        for c in columns:
-            table.add_column(c)
+        for n, c in enumerate(columns):
+            if c in whole:
+                width = max((len(_shown(r[n])) for r in rows if n < len(r)), default=0)
+                table.add_column(c, no_wrap=True, min_width=max(width, len(c)))
+            else:
+                table.add_column(c, overflow="fold")  # wrapped, never cut
         coloured = [c in _COLOURED_COLUMNS for c in columns]
         for r in rows:
             cells = (
-                Text(
-                    visible(_cell(v)), style=_STATUS_STYLE.get(v, "") if paint and isinstance(v, str) else ""
-                )
+                Text(_shown(v), style=_STATUS_STYLE.get(v, "") if paint and isinstance(v, str) else "")
                 for v, paint in zip(r, coloured, strict=False)
             )
             table.add_row(*cells)
         Console().print(table)  # rich honours NO_COLOR
         return
+    if section:
+        click.echo(f"# {one_line(title or '')}")
     click.echo("\t".join(columns))
     for r in rows:
         click.echo("\t".join(one_line(_cell(v)) for v in r))
+    if section:
+        click.echo()
