@@ -42,7 +42,7 @@ from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_labels, check_text
-from forkline_es.records import listing, operations
+from forkline_es.records import listing, operations, stats
 from forkline_es.redaction import RedactionPolicy, checked_policy
 from forkline_es.retention import apply as retention
 from forkline_es.retention import feed
@@ -510,6 +510,20 @@ class Store:
     def evictions(self) -> list[dict[str, Any]]:
         """The eviction records (tombstones) still kept."""
         return retention.evictions(self)
+
+    def stats(
+        self, retention_policy: RetentionPolicy | None = None, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """How big the store is and what fills it: database, free and WAL bytes, each table's
+        bytes, runs by status and workflow, events by kind, payload values and bytes by
+        class; with ``retention_policy``, what applying it now would free. Writes nothing."""
+        with self.log.snapshot() as cur:
+            figures = stats.collect(cur, self.log.dialect)
+        figures["wal_bytes"] = self.backend.wal_bytes()
+        figures["backend"] = self.log.dialect.name
+        if retention_policy is not None:
+            figures["retention"] = retention.would_free(self, retention_policy, now)
+        return figures
 
     @_writes
     def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
