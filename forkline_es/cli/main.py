@@ -8,7 +8,7 @@ from typing import Final
 import click
 
 from forkline_es import __version__
-from forkline_es.cli import compat, copying, demo, records, replay, retention, stats, verify
+from forkline_es.cli import compat, copying, demo, records, replay, retention, serve, stats, verify
 from forkline_es.cli._common import NO_PAGER
 
 __all__ = ["SECTIONS", "main", "summary"]
@@ -17,6 +17,7 @@ __all__ = ["SECTIONS", "main", "summary"]
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
     "Record": ("demo", "import-forkline"),
     "Inspect": ("runs", "show", "step", "log", "export"),
+    "Browse": ("serve",),
     "Compare and check": ("diff", "verify", "anchors"),
     "Maintain": ("stats", "rebuild", "retention", "evict", "gc", "copy"),
 }
@@ -89,6 +90,6 @@ def _db_defaults(group: click.Group, db: str) -> dict[str, object]:
     return defaults
 
 
-for _module in (demo, compat, records, retention, replay, verify, copying, stats):
+for _module in (demo, compat, records, retention, replay, verify, copying, stats, serve):
     for _command in _module.COMMANDS:
         main.add_command(_command)
