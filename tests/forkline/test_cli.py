@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import forkline_es.forkline.testing as ours_testing
+
+from ._real import load
 
 BIN = Path(sys.executable).parent
 AGENT = """
@@ -18,6 +23,7 @@ recorder = RunRecorder(os.environ["FORKLINE_DB"])
 recorder.log_event(os.environ["FORKLINE_RUN_ID"], "input", {{"q": sys.argv[1]}})
 recorder.log_event(os.environ["FORKLINE_RUN_ID"], "output", {{"a": sys.argv[1].upper()}})
 """
+_CREATE = socket.create_connection
 NETWORK = "import socket\nsocket.create_connection(('127.0.0.1', 9))\n"
 
 
@@ -106,3 +112,30 @@ def test_offline_check_stops_the_script_on_the_engine(tmp_path: Path) -> None:
     done = cli("ours", tmp_path, "ci", "record", "--entrypoint", "net.py", "--out", "x.json", "--offline")
     assert done.returncode == 4
     assert "Network access blocked: socket.create_connection" in done.stderr
+
+
+def test_assert_no_diff_beside_forklines(side: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    name, folder = side
+    monkeypatch.chdir(folder)
+    testing = load().testing if name == "theirs" else ours_testing
+    # Forkline's offline recording blocks this process's network and never unblocks it
+    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
+    monkeypatch.setattr(socket, "create_connection", socket.create_connection)
+    monkeypatch.setattr(socket, "getaddrinfo", socket.getaddrinfo)
+    assert (
+        cli(
+            name, folder, "ci", "record", "--entrypoint", "agent.py", "--out", "base.json", "--", "hi"
+        ).returncode
+        == 0
+    )
+    testing.assert_no_diff("agent.py", "base.json", script_args=["hi"])
+    with pytest.raises(testing.ArtifactDiffError) as caught:
+        testing.assert_no_diff("agent.py", "base.json", script_args=["yo"])
+    assert caught.value.diff_result["payload_diff"] == [
+        {"op": "replace", "path": "$.q", "old": "hi", "new": "yo"}
+    ]
+    assert "Behavioral diff detected at event[0]." in str(caught.value)
+    with pytest.raises(FileNotFoundError):
+        testing.assert_no_diff("agent.py", "missing.json")
+    if name == "ours":
+        assert socket.create_connection is _CREATE  # ours gives the network back
