@@ -139,3 +139,21 @@ def test_assert_no_diff_beside_forklines(side: tuple[str, Path], monkeypatch: py
         testing.assert_no_diff("agent.py", "missing.json")
     if name == "ours":
         assert socket.create_connection is _CREATE  # ours gives the network back
+
+
+def test_python_m_forkline_cli_is_the_same_command(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "forkline_es.forkline.cli", "list", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "[]\n")
+    usage = subprocess.run(
+        [sys.executable, "-m", "forkline_es.forkline.cli", "diff"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert usage.returncode == 2 and "Usage: forkline diff" in usage.stderr
