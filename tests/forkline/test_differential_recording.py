@@ -185,3 +185,54 @@ def test_an_imported_forkline_db_compares_as_in_forkline() -> None:
             )
         assert views[0] == views[1]
         assert views[1][0]["status"] == "diverged"
+
+
+def test_custom_redaction_rules_and_config_files_agree(tmp_path: Path) -> None:
+    config = tmp_path / "redact.json"
+    config.write_text('{"redact_keys": ["card"], "redact_paths": ["user.email"]}', encoding="utf-8")
+    payload = {"card_no": "4111", "user": {"email": "a@b.c", "name": "Ann"}, "amount": 5, "debug": [1]}
+    seen = []
+    for pkg in PACKAGES:
+        red = pkg.core.redaction
+        policy = red.RedactionPolicy(
+            rules=[
+                red.RedactionRule(action=red.RedactionAction.MASK, key_pattern="CARD", replacement="***"),
+                red.RedactionRule(action=red.RedactionAction.DROP, key_pattern="debug"),
+                red.RedactionRule(action=red.RedactionAction.MASK, path_pattern="user.email"),
+            ]
+        )
+        recorder = pkg.RunRecorder.with_config(
+            db_path=str(tmp_path / f"{pkg.__name__}.db"), redact_config_path=str(config)
+        )
+        run_id = recorder.start_run(entrypoint="x.py")
+        recorder.log_event(run_id, "input", payload)
+        seen.append((policy.redact("input", payload), recorder.get_events(run_id)[0]["payload"]))
+    assert seen[0] == seen[1]
+    assert seen[1][1] == {
+        "card_no": "[REDACTED]",
+        "user": {"email": "[REDACTED]", "name": "Ann"},
+        "amount": 5,
+        "debug": [1],
+    }
+
+
+def test_offline_context_agrees() -> None:
+    import socket
+
+    seen = []
+    for pkg in PACKAGES:
+        before = socket.create_connection
+        with pkg.offline_context(), pytest.raises(pkg.ForklineOfflineError) as caught:
+            socket.create_connection(("127.0.0.1", 9))
+        seen.append(str(caught.value))
+        assert socket.create_connection is before
+    assert seen[0] == seen[1]
+
+
+def test_compare_events_agrees() -> None:
+    seen = []
+    for pkg in PACKAGES:
+        a = pkg.Event(1, "r", 0, "output", "t", {"v": [1, 2], "ts": 1, "k": {"x": None}})
+        b = pkg.Event(2, "r", 0, "llm_call", "u", {"v": [1], "ts": 2, "k": {"x": 0}})
+        seen.append([[str(d) for d in pkg.compare_events(a, b, flag)] for flag in (True, False)])
+    assert seen[0] == seen[1]
