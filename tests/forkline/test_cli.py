@@ -114,14 +114,14 @@ def test_offline_check_stops_the_script_on_the_engine(tmp_path: Path) -> None:
     assert "Network access blocked: socket.create_connection" in done.stderr
 
 
-def test_assert_no_diff_beside_forklines(side: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_assert_no_diff_beside_forklines(
+    side: tuple[str, Path], monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     name, folder = side
     monkeypatch.chdir(folder)
     testing = load().testing if name == "theirs" else ours_testing
     # Forkline's offline recording blocks this process's network and never unblocks it
-    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
-    monkeypatch.setattr(socket, "create_connection", socket.create_connection)
-    monkeypatch.setattr(socket, "getaddrinfo", socket.getaddrinfo)
+    request.addfinalizer(load().ci.offline.disable_offline_mode)
     assert (
         cli(
             name, folder, "ci", "record", "--entrypoint", "agent.py", "--out", "base.json", "--", "hi"
