@@ -164,7 +164,7 @@ class PostgresBackend:
             except psycopg.Error as e:
                 raise pgc.translate(e, "append") from None
         conn = self.conn
-        inserts = [self._insert, *(conn.cursor() for _ in statements[1:])]
+        inserts = [self._insert if i == 0 else conn.cursor() for i in range(len(statements))]
         result: T | None = None
         positions: list[int] = []
         try:
