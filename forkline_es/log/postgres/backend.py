@@ -55,6 +55,18 @@ class PostgresDialect:
     _DROP_TABLE: Final = re.compile(r"(\bDROP TABLE IF EXISTS \w+);")
     _TEMP: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
 
+    # the tables of the schema the store uses, each with its indexes and TOAST
+    table_sizes = (
+        "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class AS c "
+        "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')"
+    )
+    database_size = "SELECT pg_database_size(current_database())"
+    free_space = "SELECT NULL"  # autovacuum's to manage; gc never runs VACUUM FULL
+
+    def byte_length(self, column: str) -> str:
+        return f"octet_length({column})"
+
     def each(self, alias: str, of: str = "int") -> str:
         return f"unnest(CAST(? AS {'bigint' if of == 'int' else 'text'}[])) AS {alias}(value)"
 
@@ -270,6 +282,14 @@ class PostgresBackend:
         return []
 
     # -- space and scratch -------------------------------------------------------------------
+
+    def wal_bytes(self) -> int | None:
+        """The server's WAL files (pg_ls_waldir: superusers and pg_monitor members)."""
+        try:
+            ((size,),) = self._cur.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()").fetchall()
+        except psycopg.errors.InsufficientPrivilege:
+            return None
+        return int(size)
 
     def reclaim(self) -> Reclaimed:
         """Autovacuum gives space back on PostgreSQL; gc never runs VACUUM FULL on a shared
