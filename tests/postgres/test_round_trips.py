@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -161,5 +162,21 @@ def test_a_fold_whose_queued_write_fails_keeps_nothing_and_says_why(pg_dsn: str)
         assert backend.append([_row("r", 1, None)], lambda cur, p: cur.execute("SELECT 1").fetchall())[1] == [
             (1,)
         ]
+    finally:
+        backend.close()
+
+
+def test_reads_inside_a_fold_through_the_backend_see_the_transactions_rows(pg_dsn: str) -> None:
+    backend = PostgresBackend(pg_dsn)
+    try:
+
+        def fold(cur: Cursor, positions: list[int]) -> tuple[list[Any], list[Any]]:
+            with backend.snapshot() as snap:  # inside the append's transaction: its cursor
+                seen = snap.execute("SELECT run_id FROM log WHERE position = ?", (positions[0],)).fetchall()
+            fresh = backend.cursor().execute("SELECT count(*) FROM payload").fetchall()
+            return seen, fresh
+
+        _, result = backend.append([_row("r", 1, None, (("arguments", b'{"t":"int","v":1}'),))], fold)
+        assert result == ([("r",)], [(1,)])
     finally:
         backend.close()

@@ -111,6 +111,9 @@ class PostgresBackend:
         self._cur = PgCursor(self.conn.cursor())
         #: The cursor of an appended row's statement (the first row's, when there are several).
         self._insert = self.conn.cursor()
+        #: While an append's fold runs: its pipeline, which every cursor given out then uses
+        #: (a statement queued on a plain cursor would read as no rows).
+        self._pipeline: psycopg.Pipeline | None = None
         self._in_transaction = False
         #: The horizon a ``following`` snapshot fixed before it began; None otherwise.
         self._snapshot_horizon: int | None = None
@@ -138,7 +141,7 @@ class PostgresBackend:
         return self.conn
 
     def cursor(self) -> Cursor:
-        return PgCursor(self.conn.cursor())
+        return PgCursor(self.conn.cursor(), self._pipeline)
 
     def close(self) -> None:
         self.conn.close()
@@ -188,7 +191,11 @@ class PostgresBackend:
                 if then is not None:
                     pipeline.sync()  # the positions: round trip 1 of 2
                     positions = [_position(insert) for insert in inserts]
-                    result = then(PgCursor(conn.cursor(), pipeline), positions)
+                    self._pipeline = pipeline
+                    try:
+                        result = then(PgCursor(conn.cursor(), pipeline), positions)
+                    finally:
+                        self._pipeline = None
                 self._cur.raw.execute("COMMIT")
             if then is None:
                 positions = [_position(insert) for insert in inserts]
@@ -223,8 +230,8 @@ class PostgresBackend:
     def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
         """REPEATABLE READ. ``following``: the horizon is read first (waiting for appends in
         flight), so every row up to it is in the snapshot; plain reads never wait."""
-        if self._in_transaction:
-            yield self._cur
+        if self._in_transaction:  # an append's fold included: its pipelined cursor
+            yield self._cur if self._pipeline is None else self.cursor()
             return
         try:
             top = pgc.horizon(self._cur) if following else None
