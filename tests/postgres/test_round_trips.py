@@ -12,11 +12,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 import forkline_es as fe
+from forkline_es.log.backend import Cursor
 from forkline_es.log.events import StepBegun, encode_body, kind_of
 from forkline_es.log.postgres.backend import PostgresBackend
 from forkline_es.log.rows import NewRow, row_digest
@@ -141,3 +143,40 @@ def test_a_taken_seq_in_the_one_statement_append_is_fe_conflict_and_keeps_nothin
     finally:
         a.close()
         b.close()
+
+
+def test_a_fold_whose_queued_write_fails_keeps_nothing_and_says_why(pg_dsn: str) -> None:
+    backend = PostgresBackend(pg_dsn)
+    try:
+
+        def fold(cur: Cursor, positions: list[int]) -> None:
+            cur.execute("INSERT INTO log_end (id, position) VALUES (2, ?)", (positions[0],))  # queued
+            cur.execute("SELECT count(*) FROM log").fetchall()  # the read syncs: the write fails
+
+        with pytest.raises(fe.StoreError, match="log_end"):
+            backend.append([_row("r", 1, None, (("arguments", b'{"t":"int","v":1}'),))], fold)
+        counts = backend.connection().execute(
+            "SELECT (SELECT count(*) FROM log), (SELECT count(*) FROM payload)"
+        )
+        assert counts.fetchall() == [(0, 0)]
+        assert backend.append([_row("r", 1, None)], lambda cur, p: cur.execute("SELECT 1").fetchall())[1] == [
+            (1,)
+        ]
+    finally:
+        backend.close()
+
+
+def test_reads_inside_a_fold_through_the_backend_see_the_transactions_rows(pg_dsn: str) -> None:
+    backend = PostgresBackend(pg_dsn)
+    try:
+
+        def fold(cur: Cursor, positions: list[int]) -> tuple[list[Any], list[Any]]:
+            with backend.snapshot() as snap:  # inside the append's transaction: its cursor
+                seen = snap.execute("SELECT run_id FROM log WHERE position = ?", (positions[0],)).fetchall()
+            fresh = backend.cursor().execute("SELECT count(*) FROM payload").fetchall()
+            return seen, fresh
+
+        _, result = backend.append([_row("r", 1, None, (("arguments", b'{"t":"int","v":1}'),))], fold)
+        assert result == ([("r",)], [(1,)])
+    finally:
+        backend.close()

@@ -14,6 +14,7 @@ it is that value, and every row at or below it is visible in the snapshot.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
@@ -34,16 +35,9 @@ __all__ = ["POSTGRES", "PostgresBackend", "PostgresDialect"]
 
 T = TypeVar("T")
 
-#: One log row and its payload values (slots and values as two arrays, in order), one
-#: statement: the payload rows take the position the log row was given. Written in
-#: psycopg's placeholders (sent as it is, prepared).
-_APPEND: Final = (
-    "WITH l AS (INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING position), "
-    "p AS (INSERT INTO payload (id, position, slot, value) "
-    f"SELECT l.position * {SLOTS_PER_EVENT} + v.n - 1, l.position, v.slot, v.value "
-    "FROM l CROSS JOIN unnest(%s::text[], %s::text[]) WITH ORDINALITY AS v(slot, value, n)) "
-    "SELECT position FROM l"
+_INSERT_ROW: Final = (
+    "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING position"
 )
 #: Log-level tables a scratch copy takes (the projection tables are refolded there).
 _COPIED: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", "forkline_es_schema")
@@ -115,8 +109,11 @@ class PostgresBackend:
         self.read_only = read_only
         self.conn = pgc.connect(dsn)
         self._cur = PgCursor(self.conn.cursor())
-        #: The cursor of ``_APPEND`` (the first row's, when an append has several).
+        #: The cursor of an appended row's statement (the first row's, when there are several).
         self._insert = self.conn.cursor()
+        #: While an append's fold runs: its pipeline, which every cursor given out then uses
+        #: (a statement queued on a plain cursor would read as no rows).
+        self._pipeline: psycopg.Pipeline | None = None
         self._in_transaction = False
         #: The horizon a ``following`` snapshot fixed before it began; None otherwise.
         self._snapshot_horizon: int | None = None
@@ -144,7 +141,7 @@ class PostgresBackend:
         return self.conn
 
     def cursor(self) -> Cursor:
-        return PgCursor(self.conn.cursor())
+        return PgCursor(self.conn.cursor(), self._pipeline)
 
     def close(self) -> None:
         self.conn.close()
@@ -161,7 +158,7 @@ class PostgresBackend:
     def append(
         self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
     ) -> tuple[list[int], T | None]:
-        """Each row and its payload values in one prepared statement (``_APPEND``), which
+        """Each row and its payload values in one prepared statement (``_append_sql``), which
         takes the row's position from the log's BEFORE INSERT trigger (behind the shared
         barrier lock); ``then`` and the COMMIT in the same transaction.
 
@@ -175,26 +172,30 @@ class PostgresBackend:
         """
         if self.read_only:
             self.refuse_write("append")
-        params = [_append_params(r) for r in rows]  # refused before anything is sent
-        if then is None and len(params) == 1:
+        statements = [_append(r) for r in rows]  # refused before anything is sent
+        if then is None and len(statements) == 1:
             try:  # one statement: its own transaction, nothing to roll back if it fails
-                return [_position(self._insert.execute(_APPEND, params[0], prepare=True))], None
+                return [_position(self._insert.execute(*statements[0], prepare=True))], None
             except psycopg.Error as e:
                 raise pgc.translate(e, "append") from None
         conn = self.conn
-        inserts = [self._insert, *(conn.cursor() for _ in params[1:])]
+        inserts = [self._insert if i == 0 else conn.cursor() for i in range(len(statements))]
         result: T | None = None
         positions: list[int] = []
         try:
             self._in_transaction = True
             with conn.pipeline() as pipeline:
                 self._cur.raw.execute("BEGIN")
-                for insert, p in zip(inserts, params, strict=True):
-                    insert.execute(_APPEND, p, prepare=True)
+                for insert, (sql, params) in zip(inserts, statements, strict=True):
+                    insert.execute(sql, params, prepare=True)
                 if then is not None:
                     pipeline.sync()  # the positions: round trip 1 of 2
                     positions = [_position(insert) for insert in inserts]
-                    result = then(PgCursor(conn.cursor(), pipeline), positions)
+                    self._pipeline = pipeline
+                    try:
+                        result = then(PgCursor(conn.cursor(), pipeline), positions)
+                    finally:
+                        self._pipeline = None
                 self._cur.raw.execute("COMMIT")
             if then is None:
                 positions = [_position(insert) for insert in inserts]
@@ -229,8 +230,8 @@ class PostgresBackend:
     def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
         """REPEATABLE READ. ``following``: the horizon is read first (waiting for appends in
         flight), so every row up to it is in the snapshot; plain reads never wait."""
-        if self._in_transaction:
-            yield self._cur
+        if self._in_transaction:  # an append's fold included: its pipelined cursor
+            yield self._cur if self._pipeline is None else self.cursor()
             return
         try:
             top = pgc.horizon(self._cur) if following else None
@@ -363,28 +364,35 @@ class PostgresBackend:
         return [str(t) for (t,) in rows]
 
 
-def _append_params(r: NewRow) -> tuple[Any, ...]:
-    """``_APPEND``'s parameters for ``r``; too many payload values is a StoreError."""
-    if len(r.payloads) > SLOTS_PER_EVENT:
-        raise StoreError(f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}")
+@functools.cache
+def _append_sql(values: int) -> str:
+    """One log row and its ``values`` payload values as one statement: the payload rows take
+    the position the log row was given (``id``: position * SLOTS_PER_EVENT + its place).
+    In psycopg's placeholders, sent as it is and prepared (one per number of values)."""
+    if not values:
+        return _INSERT_ROW
+    rows = ", ".join(f"({k}, %s, %s)" for k in range(values))
     return (
-        r.run_id,
-        r.seq,
-        r.entry,
-        r.generation,
-        r.kind,
-        r.at,
-        r.key,
-        r.body.decode(),
-        r.digest,
-        r.prev,
-        [slot for slot, _ in r.payloads],
-        [value.decode() for _, value in r.payloads],
+        f"WITH l AS ({_INSERT_ROW}), p AS (INSERT INTO payload (id, position, slot, value) "
+        f"SELECT l.position * {SLOTS_PER_EVENT} + v.k, l.position, v.slot, v.value "
+        f"FROM l CROSS JOIN (VALUES {rows}) AS v(k, slot, value)) SELECT position FROM l"
     )
 
 
+def _append(r: NewRow) -> tuple[str, list[Any]]:
+    """``r``'s statement and its parameters; too many payload values is a StoreError."""
+    if len(r.payloads) > SLOTS_PER_EVENT:
+        raise StoreError(f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}")
+    params: list[Any] = [
+        r.run_id, r.seq, r.entry, r.generation, r.kind, r.at, r.key, r.body.decode(), r.digest, r.prev,
+    ]  # fmt: skip
+    for slot, value in r.payloads:
+        params += (slot, value.decode())
+    return _append_sql(len(r.payloads)), params
+
+
 def _position(insert: psycopg.Cursor[Any]) -> int:
-    """The position ``_APPEND`` gave its row."""
+    """The position the row's statement gave it."""
     row = insert.fetchone()
     assert row is not None
     return int(row[0])
