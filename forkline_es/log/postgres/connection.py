@@ -217,6 +217,13 @@ def translate(error: BaseException, what: str, *, maintenance: bool = False) -> 
             f"{what}: another writer appended to this run first (its seq is taken); "
             "get a fresh handle with store.resume_run(run_id) and decide again"
         )
+    if isinstance(error, pg.UniqueViolation) and diag is not None and diag.constraint_name == "eviction_pkey":
+        # Two hosts evicted the run at once: both read it retained, the other one's record
+        # committed first. The run is evicted, as the caller asked; this call did nothing.
+        return RunNotRetained(
+            f"{what}: another process evicted the run meanwhile (its eviction is recorded); "
+            "nothing was written"
+        )
     if isinstance(error, pg.IntegrityError) and EVICTED_RUN_REFUSED in message:
         return RunNotRetained(
             f"{what}: the run was evicted (its eviction is recorded), so it takes no more events; "
