@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import forkline_es as fe
-from forkline_es.testing.backends import BACKENDS, BackendOpener
+from forkline_es.testing.backends import BACKENDS, BackendOpener, FreshStores
 from forkline_es.testing.postgres import PostgresServer
 
 settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -34,6 +34,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     profile = "slow" if config.getoption("--slow") else os.environ.get("HYPOTHESIS_PROFILE", "ci")
     settings.load_profile(profile)
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(why): the test is about SQLite itself (its file, WAL, apsw, a killed SQLite "
+        "writer) and runs on SQLite only; ``why`` says so. It skips nothing: it documents why "
+        "the test takes a SQLite store instead of the backend-parametrized ones.",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A ``sqlite_only`` mark must say why, and must not sit on a test that runs on every
+    backend (it would document a reason that is not true)."""
+    for item in items:
+        mark = item.get_closest_marker("sqlite_only")
+        if mark is None:
+            continue
+        why = mark.args[0] if mark.args else mark.kwargs.get("why")
+        if not isinstance(why, str) or not why.strip():
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.sqlite_only needs the reason as its argument"
+            )
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and any(v == "postgresql" for v in callspec.params.values()):
+            raise pytest.UsageError(f"{item.nodeid}: marked sqlite_only but runs on PostgreSQL too")
 
 
 @pytest.fixture
@@ -50,6 +73,21 @@ def store(db_path: Path) -> Iterator[fe.Store]:
 
 @pytest.fixture
 def mem_store() -> Iterator[fe.Store]:
+    with fe.Store.open(":memory:") as s:
+        yield s
+
+
+@pytest.fixture
+def sqlite_store(db_path: Path) -> Iterator[fe.Store]:
+    """``store`` under a name no suite redefines: what a ``sqlite_only`` test takes in a
+    suite whose ``store`` runs on every backend."""
+    with fe.Store.open(db_path) as s:
+        yield s
+
+
+@pytest.fixture
+def sqlite_mem_store() -> Iterator[fe.Store]:
+    """``mem_store`` on SQLite, for ``sqlite_only`` tests (see ``sqlite_store``)."""
     with fe.Store.open(":memory:") as s:
         yield s
 
@@ -95,15 +133,36 @@ def open_backend_handle(request: pytest.FixtureRequest, tmp_path: Path) -> Itera
         opener.close()
 
 
+@pytest.fixture(scope="session")
+def pg_stores_dsn(pg_server: PostgresServer) -> str:
+    """One database of the session that ``fresh_stores`` makes its schemas in."""
+    return pg_server.create_database("fresh_stores")
+
+
 @pytest.fixture(params=BACKENDS)
-def backend_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[fe.Store]:
+def fresh_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FreshStores]:
+    """New, empty stores of each backend, as many as the test asks (one per hypothesis
+    example): files on SQLite, a schema each on PostgreSQL (cheap), dropped at the end."""
+    dsn = str(request.getfixturevalue("pg_stores_dsn")) if request.param == "postgresql" else None
+    stores = FreshStores(request.param, tmp_path, dsn)
+    try:
+        yield stores
+    finally:
+        stores.close()
+
+
+@pytest.fixture
+def backend_store(fresh_stores: FreshStores) -> Iterator[fe.Store]:
     """A store on a fresh location of each backend: a suite's conftest makes it its ``store``
-    to run on every backend (tests/records, tests/recording)."""
-    if request.param == "sqlite":
-        with fe.Store.open(tmp_path / "runs.db") as s:
-            yield s
-        return
-    with fe.Store.open(_location(request, request.param, tmp_path), artifacts=tmp_path / "artifacts") as s:
+    to run on every backend (tests/records, tests/recording, ...)."""
+    with fresh_stores.open() as s:
+        yield s
+
+
+@pytest.fixture
+def backend_mem_store(fresh_stores: FreshStores) -> Iterator[fe.Store]:
+    """``mem_store`` on each backend: in memory on SQLite, a fresh schema on PostgreSQL."""
+    with fresh_stores.open(memory=True) as s:
         yield s
 
 

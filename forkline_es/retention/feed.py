@@ -109,10 +109,16 @@ def register_consumer(store: Host, name: str, since: Literal["start", "now"] = "
         if since == "now":
             position = store.backend.horizon(cur)
         consumer = Consumer(name, position, utc_now())
-        cur.execute(
-            "INSERT INTO consumer (name, position, registered_at) VALUES (?, ?, ?)",
+        # Another host may register the same name between the look above and this insert
+        # (PostgreSQL's transactions do not lock the table as BEGIN IMMEDIATE does): its
+        # row wins, as an existing consumer's does.
+        added = cur.execute(
+            "INSERT INTO consumer (name, position, registered_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO NOTHING RETURNING name",
             (consumer.name, consumer.position, consumer.registered_at),
-        )
+        ).fetchall()
+        if not added:
+            return _known(cur, name)
     _log.info("consumer_registered", consumer=name, position=consumer.position)
     return consumer
 
@@ -171,7 +177,14 @@ def acknowledge(store: Host, consumer: str, position: int) -> Consumer:
             )
         if position <= current.position:
             return current
-        cur.execute("UPDATE consumer SET position = ? WHERE name = ?", (position, consumer))
+        # Only forward, decided on the row itself: another host's later checkpoint may have
+        # committed since ``current`` was read (READ COMMITTED re-reads the row it waited for).
+        moved = cur.execute(
+            "UPDATE consumer SET position = ? WHERE name = ? AND position < ? RETURNING name",
+            (position, consumer, position),
+        ).fetchall()
+        if not moved:
+            return _known(cur, consumer)
     _log.info("acknowledged", consumer=consumer, position=position)
     return Consumer(consumer, position, current.registered_at)
 

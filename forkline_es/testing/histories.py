@@ -9,8 +9,9 @@ Three things other test suites can reuse:
   through valid executor histories over several runs (nested paths, iterations, retries,
   ambiguous dispatch, crashes with recovery and supersession, child runs, suspensions and
   holds, dry runs). Subclass it and add ``@invariant`` methods;
-- ``reference_documents(conn)`` / ``reference_summaries(conn)``: the run record documents
-  and listings computed from the ``log`` and ``payload`` tables with plain SQL and the
+- ``reference_documents(cursor)`` / ``reference_summaries(cursor)``: the run record
+  documents and listings computed from the ``log`` and ``payload`` tables with plain SQL
+  (any backend's cursor: ``store.backend.cursor()``) and the
   stdlib ``json`` module, straight from the rules of 002, without the projection code, so
   that a test can hold the projections against an independent reading of the log.
 """
@@ -20,19 +21,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from forkline_es.compat.recorder import logged_event
-from forkline_es.log.connection import Connection
+from forkline_es.log.backend import Cursor
 from forkline_es.log.events import ONE_OFF_KEY
 from forkline_es.recording.markers import MISSING, NOT_RECORDED, Partial, Sensitive
 from forkline_es.recording.run import Run
 from forkline_es.recording.state import orphaned_by
 from forkline_es.redaction import RedactionPolicy
 from forkline_es.store import Store
+from forkline_es.testing.backends import FreshStores
 from forkline_es.values import FileRef
 
 __all__ = [
@@ -152,8 +154,11 @@ class HistoryMachine(RuleBasedStateMachine):
         self.dry: dict[str, bool] = {}
         self.counter = 0
 
+    #: Where each example's store is made (``testing.backends.on_backend``); None: in memory.
+    fresh: ClassVar[FreshStores | None] = None
+
     def open_store(self) -> Store:
-        return Store.open(":memory:")
+        return Store.open(":memory:") if self.fresh is None else self.fresh.open(memory=True)
 
     def open_others(self, store: Store) -> list[Store]:
         """More stores on ``store``'s database; none by default (``:memory:`` is not shared)."""
@@ -488,13 +493,13 @@ def _entry(row: _Row, rows: list[_Row], values: dict[tuple[int, str], str]) -> d
     return entry
 
 
-def _read(conn: Connection) -> tuple[dict[str, list[_Row]], dict[tuple[int, str], str]]:
+def _read(conn: Cursor) -> tuple[dict[str, list[_Row]], dict[tuple[int, str], str]]:
     runs: dict[str, list[_Row]] = {}
     for position, run_id, entry, generation, kind, at, body in conn.execute(
         "SELECT position, run_id, entry, generation, kind, at, body FROM log ORDER BY run_id, seq"
-    ):
+    ).fetchall():
         runs.setdefault(run_id, []).append(_Row(position, entry, generation, kind, at, body))
-    values = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload")}
+    values = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload").fetchall()}
     return runs, values
 
 
@@ -555,13 +560,13 @@ def _document(run_id: str, rows: list[_Row], values: dict[tuple[int, str], str])
     return document
 
 
-def reference_documents(conn: Connection) -> dict[str, dict[str, Any]]:
+def reference_documents(conn: Cursor) -> dict[str, dict[str, Any]]:
     """Every retained run's document, folded from the raw ``log`` and ``payload`` rows."""
     runs, values = _read(conn)
     return {run_id: _document(run_id, rows, values) for run_id, rows in runs.items()}
 
 
-def reference_summaries(conn: Connection, workflow: str | None = None) -> list[dict[str, Any]]:
+def reference_summaries(conn: Cursor, workflow: str | None = None) -> list[dict[str, Any]]:
     """What ``list_runs(workflow)`` must return (in run id order), from the raw log."""
     out = []
     for _, doc in sorted(reference_documents(conn).items()):

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-__all__ = ["PostgresServer", "PostgresUnavailable", "find_binaries"]
+__all__ = ["PostgresServer", "PostgresUnavailable", "create_schema", "drop_schemas", "find_binaries"]
 
 _INSTALL: Final = (
     "install the PostgreSQL server (Debian: apt-get install -y postgresql; it brings "
@@ -277,6 +277,31 @@ class PostgresServer:
                 f"{what} failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}"
                 f"\n--- server log ---\n{self._log_text()[-4000:]}"
             )
+
+
+def create_schema(dsn: str, name: str) -> None:
+    """Create an empty schema ``name`` (a plain identifier) in the database at ``dsn``,
+    dropping one of that name first (a rerun in the same database)."""
+    if not _DATABASE_NAME.fullmatch(name):
+        raise ValueError(f"schema name {name!r} is not a plain lower-case identifier")
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+        conn.execute(f"CREATE SCHEMA {name}")
+
+
+def drop_schemas(dsn: str, names: Sequence[str]) -> None:
+    """Drop the schemas ``names`` in the database at ``dsn`` with everything in them. A
+    connection still open on one makes this wait, then fail (lock timeout), showing the leak."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '30s'")
+        for name in names:
+            if not _DATABASE_NAME.fullmatch(name):
+                raise ValueError(f"schema name {name!r} is not a plain lower-case identifier")
+            conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
 def _quoted(value: str) -> str:

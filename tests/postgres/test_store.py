@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import forkline_es as fe
+from forkline_es.testing.backends import in_schema
 
 
 def test_a_postgresql_store_without_an_artifacts_folder_refuses_artifacts_and_writes_nothing(
@@ -39,3 +40,18 @@ def test_a_rebuild_and_a_check_on_postgresql_keep_the_views_over_its_tables(pg_d
         assert store.rebuild_projections() == 1  # the runs view depends on run_summary
         assert store.check_projections() == []  # its refold in a scratch schema leaves the live views
         assert [row[0] for row in store.conn.execute("SELECT run_id FROM runs").fetchall()] == ["r"]
+
+
+def test_the_path_of_a_store_in_a_schema_of_its_own_opens_that_store_again(pg_dsn: str) -> None:
+    """``Store.path`` keeps the DSN's options (the schema a store lives in), never its password:
+    a second handle opened on it meets the first one's runs."""
+    with fe.Store.open(pg_dsn) as store:
+        store.conn.execute("CREATE SCHEMA tenant")
+    in_tenant = in_schema(pg_dsn.replace("postgres@", "postgres:s3cret@"), "tenant")
+    with fe.Store.open(in_tenant) as store:
+        store.start_run("wf", run_id="in-tenant")
+        assert "s3cret" not in store.path
+        with fe.Store.open(store.path) as again:
+            assert [s["id"] for s in again.list_runs()] == ["in-tenant"]
+    with fe.Store.open(pg_dsn) as public:
+        assert public.list_runs() == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,15 @@ def test_assert_matches_baseline(store: fe.Store, tmp_path: Path) -> None:
         fe.testing.assert_matches_baseline(store, changed, path)
     message = str(caught.value)
     assert "behaviour: step 'a' returned a different result" in message
-    assert f"forkline-es export --db {store.path} --baseline {changed} > {path}" in message
+    assert f"forkline-es export --db {shlex.quote(store.path)} --baseline {changed} > {path}" in message
 
 
+@pytest.mark.sqlite_only("a SQLite database in memory, which no other process can open")
 def test_an_in_memory_store_is_re_recorded_from_python_not_with_a_command(
-    mem_store: fe.Store, tmp_path: Path
+    sqlite_mem_store: fe.Store, tmp_path: Path
 ) -> None:
     """No command can open another process's ``:memory:`` database: name the API call."""
+    mem_store = sqlite_mem_store
     path = tmp_path / "run.golden.json"
     with pytest.raises(AssertionError) as missing:
         fe.testing.assert_matches_baseline(mem_store, _run(mem_store), path)
@@ -91,7 +94,9 @@ def test_a_malformed_baseline_fails_the_assertion_with_the_command_that_records_
     run_id = _run(store)
     with pytest.raises(AssertionError, match=r"`entries\[0\]` must be an object") as caught:
         fe.testing.assert_matches_baseline(store, run_id, path)
-    assert f"forkline-es export --db {store.path} --baseline {run_id} > {path}" in str(caught.value)
+    assert f"forkline-es export --db {shlex.quote(store.path)} --baseline {run_id} > {path}" in str(
+        caught.value
+    )
 
 
 def test_a_bad_baseline_file_is_an_invalid_request(tmp_path: Path) -> None:

@@ -13,12 +13,16 @@ every table, for as long as the connection lives.
 from __future__ import annotations
 
 import contextlib
+import math
+import urllib.parse
 from decimal import Decimal
 from typing import Any
 
 import psycopg
 from psycopg import errors as pg
-from psycopg.types.numeric import NumericLoader
+from psycopg import postgres
+from psycopg.abc import Buffer
+from psycopg.types.numeric import FloatDumper, NumericLoader
 
 from forkline_es.errors import Conflict, ForklineError, RunNotRetained, StoreError
 from forkline_es.log.connection import BUSY_TIMEOUT_MS
@@ -36,14 +40,32 @@ __all__ = ["connect", "ensure_schema", "horizon", "schema_version", "translate"]
 
 
 class _SqliteNumber(NumericLoader):
-    """``numeric`` as SQLite gives a number: an int when whole, else a float. ``sum()`` of
-    bigints is numeric in PostgreSQL, and code above the seam adds and compares ints."""
+    """``numeric`` as SQLite gives a number back: an int when it has no fractional digits
+    (``sum()`` of bigints is numeric in PostgreSQL, and code above the seam adds and
+    compares ints), else a float. A float went in with a fractional digit (``_ExactFloat``),
+    so an untyped observation value 3.0 comes back a float and 3 an int, as on SQLite."""
 
     def load(self, data: Any) -> Any:
         number = super().load(data)
         if isinstance(number, Decimal) and number.is_finite():
-            return int(number) if number == number.to_integral_value() else float(number)
+            exponent = number.as_tuple().exponent
+            return int(number) if isinstance(exponent, int) and exponent >= 0 else float(number)
         return number
+
+
+class _ExactFloat(FloatDumper):
+    """A Python float as ``numeric`` text with every digit of its shortest repr and at least
+    one fractional digit. psycopg's float8 would be cast to a numeric column with 15 digits
+    (0.30000000000000004 became 0.3) and 3.0 would come back the int 3: documents differed
+    from SQLite's. Compared with a float8 column, numeric is cast back exactly."""
+
+    oid = postgres.types["numeric"].oid
+
+    def dump(self, obj: float) -> Buffer | None:
+        if not math.isfinite(obj):
+            return super().dump(obj)  # 'NaN', 'Infinity': numeric takes them too
+        text = format(Decimal(repr(obj)), "f")
+        return (text if "." in text else f"{text}.0").encode()
 
 
 def connect(dsn: str, *, lock_timeout_ms: int = BUSY_TIMEOUT_MS) -> psycopg.Connection[Any]:
@@ -56,6 +78,7 @@ def connect(dsn: str, *, lock_timeout_ms: int = BUSY_TIMEOUT_MS) -> psycopg.Conn
         raise StoreError(f"cannot connect to the PostgreSQL store {_shown_dsn(dsn)}: {e}") from None
     try:
         conn.adapters.register_loader("numeric", _SqliteNumber)
+        conn.adapters.register_dumper(float, _ExactFloat)
         conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
     except psycopg.Error as e:
         conn.close()
@@ -64,14 +87,19 @@ def connect(dsn: str, *, lock_timeout_ms: int = BUSY_TIMEOUT_MS) -> psycopg.Conn
 
 
 def _shown_dsn(dsn: str) -> str:
-    """``dsn`` without its password, for messages."""
+    """``dsn`` without its password, for messages and ``Store.path``."""
     try:
         parts = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "(a DSN that does not parse)"
-    parts.pop("password", None)
-    host, port, db = parts.get("host", ""), parts.get("port", ""), parts.get("dbname", "")
-    return f"postgresql://{parts.get('user', '')}@{host}{':' if port else ''}{port}/{db}"
+    for secret in ("password", "sslpassword"):
+        parts.pop(secret, None)
+    host, port, db = parts.pop("host", ""), parts.pop("port", ""), parts.pop("dbname", "")
+    user = parts.pop("user", "")
+    # The other parameters stay (``options=-csearch_path=...`` names the store's schema):
+    # ``Store.path`` opens the same store again.
+    query = "?" + urllib.parse.urlencode(parts, quote_via=urllib.parse.quote) if parts else ""
+    return f"postgresql://{user}@{host}{':' if port else ''}{port}/{db}{query}"
 
 
 # -- schema ------------------------------------------------------------------------------
@@ -188,6 +216,13 @@ def translate(error: BaseException, what: str, *, maintenance: bool = False) -> 
         return Conflict(
             f"{what}: another writer appended to this run first (its seq is taken); "
             "get a fresh handle with store.resume_run(run_id) and decide again"
+        )
+    if isinstance(error, pg.UniqueViolation) and diag is not None and diag.constraint_name == "eviction_pkey":
+        # Two hosts evicted the run at once: both read it retained, the other one's record
+        # committed first. The run is evicted, as the caller asked; this call did nothing.
+        return RunNotRetained(
+            f"{what}: another process evicted the run meanwhile (its eviction is recorded); "
+            "nothing was written"
         )
     if isinstance(error, pg.IntegrityError) and EVICTED_RUN_REFUSED in message:
         return RunNotRetained(
