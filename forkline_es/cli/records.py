@@ -528,13 +528,16 @@ def log_(run_id: str, db: str, as_json: bool) -> None:
 @json_option
 def rebuild(check: bool, db: str, as_json: bool) -> None:
     """Drop and refold every projection from the log (--check: compare only, exit 1 on a difference)."""
+    # the summary is printed once the progress bar is gone, on a line of its own
     with open_for_read(db) as store, refusals(), _progress_bar() as progress:
         if not check:
             folded = store.rebuild_projections(progress)
-            if as_json:
-                return echo_json({"rebuilt": True, "events": folded})
-            return click.echo(f"rebuilt every projection from {folded} events")
-        differences = store.check_projections(progress)
+        else:
+            differences = store.check_projections(progress)
+    if not check:
+        if as_json:
+            return echo_json({"rebuilt": True, "events": folded})
+        return click.echo(f"rebuilt every projection from {folded} events")
     if as_json:
         echo_json({"equal": not differences, "differences": differences})
     else:
