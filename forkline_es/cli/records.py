@@ -254,14 +254,18 @@ def _stream(
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--timeline", "as_timeline", is_flag=True, help="Draw entries by step, attempt and generation.")
+@click.option(
+    "--typed", is_flag=True, help="Show payload values in their typed wire form, not as plain JSON."
+)
 @db_option
 @json_option
 @paged
-def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
+def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) -> None:
     """Show RUN's run record document, and as text its RunRecorder events.
 
-    Text: summary, steps, payloads and entries, then the events a RunRecorder logged (they are
-    not entries of the document). --json prints the document alone.
+    Text: summary, the run's payload values (plain JSON; --typed: the wire form), steps and
+    entries, then the events a RunRecorder logged (they are not entries of the document).
+    --json prints the document alone; `step RUN PATH` shows a step's values.
     """
     with open_read_only(db) as store, refusals(), store.log.snapshot():
         run_id = store.resolve_run_id(run_id)
@@ -280,8 +284,8 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     print_table(f"run {run_id}", ("member", "value"), facts, section=True)
     print_table(
         "run payloads",
-        ("slot", "class", "state"),
-        [(k, v["class"], v["state"]) for k, v in doc["payloads"].items()],
+        ("slot", "class", "state", "value"),
+        [(k, v["class"], v["state"], _value_text(v, typed)) for k, v in doc["payloads"].items()],
         section=True,
     )
     began = _began(doc)
