@@ -21,7 +21,7 @@ import click
 import msgspec
 
 from forkline_es.errors import RecordError, StoreDamaged, StoreError
-from forkline_es.log.opening import DRIVER_ERRORS, is_dsn, translate_driver_error
+from forkline_es.log.opening import driver_errors, is_dsn, translate_driver_error
 from forkline_es.store import Store
 
 __all__ = [
@@ -145,7 +145,7 @@ def refusals(damaged: int = EXIT_REFUSED) -> Iterator[None]:
         fail(str(e), damaged)
     except StoreError as e:
         fail(str(e))
-    except DRIVER_ERRORS as e:  # met outside the log's own transactions, which translate theirs
+    except driver_errors() as e:  # met outside the log's own transactions, which translate theirs
         error = translate_driver_error(e, "read")
         fail(str(error), damaged if isinstance(error, StoreDamaged) else EXIT_REFUSED)
 

@@ -8,15 +8,27 @@ from typing import Final
 import click
 
 from forkline_es import __version__
-from forkline_es.cli import compat, copying, demo, records, replay, retention, stats, verify
+from forkline_es.cli import (
+    compat,
+    copying,
+    demo,
+    forkline,
+    records,
+    replay,
+    retention,
+    serve,
+    stats,
+    verify,
+)
 from forkline_es.cli._common import NO_PAGER
 
 __all__ = ["SECTIONS", "main", "summary"]
 
 #: How ``forkline-es --help`` groups the commands, in this order; others go under "Other".
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
-    "Record": ("demo", "import-forkline"),
+    "Record": ("demo", "import-forkline", "forkline"),
     "Inspect": ("runs", "show", "step", "log", "export"),
+    "Browse": ("serve",),
     "Compare and check": ("diff", "verify", "anchors"),
     "Maintain": ("stats", "rebuild", "retention", "evict", "gc", "copy"),
 }
@@ -89,6 +101,6 @@ def _db_defaults(group: click.Group, db: str) -> dict[str, object]:
     return defaults
 
 
-for _module in (demo, compat, records, retention, replay, verify, copying, stats):
+for _module in (demo, compat, records, retention, replay, verify, copying, stats, serve, forkline):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -27,6 +28,7 @@ from forkline_es.errors import Conflict, ForklineError, RunNotRetained, StoreDam
 from forkline_es.log.backend import Backend, Cursor, Reclaimed
 from forkline_es.log.checkpoint import truncate
 from forkline_es.log.connection import Connection, Durability, open_connection, open_read_only
+from forkline_es.log.group import Batch, Outcome
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import END_OF_LOG, EVICTED_RUN_REFUSED, SLOTS_PER_EVENT
 from forkline_es.log.scratch import new_check_copy, remove_check_copy, sweep_check_copies
@@ -163,6 +165,9 @@ class SqliteBackend:
         #: Opened read-only (``connection.open_read_only``): every write is refused here,
         #: before SQLite would refuse it.
         self.read_only: bool = bool(conn.readonly("main"))
+        #: Held for each transaction: threads share the one connection (group commit,
+        #: ``log.group``), and a statement of another thread must never run inside ours.
+        self._lock = threading.RLock()
 
     translate = staticmethod(translate)
 
@@ -209,21 +214,58 @@ class SqliteBackend:
         """
         if self.read_only:
             self.refuse_write("append")
-        cur = self.connection().cursor()
-        try:
-            cur.execute("BEGIN IMMEDIATE")
-        except apsw.Error as e:
-            raise translate(e, "append") from None
-        try:
-            positions = self._insert(cur, rows)
-            result = then(cur, positions) if then is not None else None
-            cur.execute("COMMIT")
-        except BaseException as e:
-            self._rollback(cur)
-            if isinstance(e, apsw.Error):
+        with self._lock:
+            cur = self.connection().cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except apsw.Error as e:
                 raise translate(e, "append") from None
-            raise
+            try:
+                positions = self._insert(cur, rows)
+                result = then(cur, positions) if then is not None else None
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, "append") from None
+                raise
         return positions, result
+
+    def append_group(self, batches: Sequence[Batch]) -> list[Outcome]:
+        """Several callers' batches in one transaction, each in its own savepoint (``log.group``).
+
+        A batch that fails rolls back to its savepoint and its error is its outcome; the
+        others commit. A failure of BEGIN or COMMIT raises: no batch was kept.
+        """
+        if self.read_only:
+            self.refuse_write("append")
+        out: list[Outcome] = []
+        with self._lock:
+            cur = self.connection().cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except apsw.Error as e:
+                raise translate(e, "append") from None
+            try:
+                for rows, then in batches:
+                    cur.execute("SAVEPOINT caller")
+                    try:
+                        positions = self._insert(cur, rows)
+                        result = then(cur, positions) if then is not None else None
+                        cur.execute("RELEASE caller")
+                    except Exception as e:
+                        cur.execute("ROLLBACK TO caller")
+                        cur.execute("RELEASE caller")
+                        out.append(translate(e, "append") if isinstance(e, apsw.Error) else e)
+                    else:
+                        out.append((positions, result))
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, "append") from None
+                raise
+        return out
 
     def _insert(self, cur: Any, rows: Sequence[NewRow]) -> list[int]:
         """Each row takes ``END_OF_LOG + 1`` under the write lock; its position is the rowid."""
@@ -266,19 +308,20 @@ class SqliteBackend:
         """A write transaction for the rare paths (retention, rebuild, gc): BEGIN IMMEDIATE."""
         if self.read_only:
             self.refuse_write(what)
-        cur = self.connection().cursor()
-        try:
-            cur.execute("BEGIN IMMEDIATE")
-        except apsw.Error as e:
-            raise translate(e, what, maintenance=maintenance) from None
-        try:
-            yield cur
-            cur.execute("COMMIT")
-        except BaseException as e:
-            self._rollback(cur)
-            if isinstance(e, apsw.Error):
+        with self._lock:
+            cur = self.connection().cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except apsw.Error as e:
                 raise translate(e, what, maintenance=maintenance) from None
-            raise
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, what, maintenance=maintenance) from None
+                raise
 
     @contextmanager
     def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
@@ -288,32 +331,34 @@ class SqliteBackend:
         ``StoreError``, like a failed append, never as a raw apsw exception. ``following``
         changes nothing here: the end of the log in any snapshot is a horizon.
         """
-        cur = self.connection().cursor()
-        if self.conn.in_transaction:  # already inside a caller's transaction
-            yield cur
-            return
-        cur.execute("BEGIN")
-        try:
-            yield cur
-        except apsw.Error as e:
-            raise translate(e, "read") from None
-        finally:
-            self._rollback(cur)
+        with self._lock:
+            cur = self.connection().cursor()
+            if self.conn.in_transaction:  # already inside this thread's transaction
+                yield cur
+                return
+            cur.execute("BEGIN")
+            try:
+                yield cur
+            except apsw.Error as e:
+                raise translate(e, "read") from None
+            finally:
+                self._rollback(cur)
 
     @contextmanager
     def private(self, what: str) -> Iterator[Cursor]:
         """A transaction that reads one snapshot and writes only temporary tables: allowed on
         a read-only connection (the read-only store's private fold)."""
-        cur = self.connection().cursor()
-        cur.execute("BEGIN")
-        try:
-            yield cur
-            cur.execute("COMMIT")
-        except BaseException as e:
-            self._rollback(cur)
-            if isinstance(e, apsw.Error):
-                raise translate(e, what) from None
-            raise
+        with self._lock:
+            cur = self.connection().cursor()
+            cur.execute("BEGIN")
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, what) from None
+                raise
 
     def horizon(self, cur: Cursor) -> int:
         """One writer at a time, each row taking the end of the log plus one under the write
