@@ -1,6 +1,6 @@
 """What every command shares: --db and --json, opening a store, rendering, exit codes.
 
-Exit status (api.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
+Exit status (docs/cli.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
 error or a refusal (its code is printed). A read command opens its database read-only
 (``open_read_only``): it never creates, migrates or changes one.
 """

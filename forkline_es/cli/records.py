@@ -1,7 +1,7 @@
 """`forkline-es runs | show | step | log | rebuild`: read the run records, refold the projections.
 
 Each command opens the store, calls one library operation and renders it: rich tables on a
-terminal, tab-separated text when piped, ``--json`` for machines. Exit status per api.md.
+terminal, tab-separated text when piped, ``--json`` for machines. Exit status as docs/cli.md says.
 """
 
 from __future__ import annotations

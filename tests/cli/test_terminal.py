@@ -89,6 +89,7 @@ def test_every_view_fits_80_columns(db: Path) -> None:
         ["show", "finished-run", "--timeline"],
         ["step", "finished-run", "fetch/0"],
         ["show", "held-run"],
+        ["stats"],
     )
     for args in views:
         screen = on_terminal([*args, "--db", str(db)])
