@@ -111,7 +111,8 @@ def paged(f: F) -> F:
     @functools.wraps(f)
     def wrapper(*args: Any, no_pager: bool, **kwargs: Any) -> Any:
         ctx = click.get_current_context()
-        off = no_pager or bool(ctx.find_root().meta.get(NO_PAGER))
+        # a stream (--ndjson) is read as it comes, never held for a pager
+        off = no_pager or bool(ctx.find_root().meta.get(NO_PAGER)) or bool(kwargs.get("ndjson"))
         with _pager(not off):
             return f(*args, **kwargs)
 

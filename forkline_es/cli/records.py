@@ -280,7 +280,7 @@ def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) ->
     terminal = sys.stdout.isatty()
     run = doc["run"]
     origin = run["started_at"]
-    facts = _run_facts(run) if terminal else sorted(run.items())
+    facts = _run_facts(run) if terminal else [(k, _member_text(k, v)) for k, v in sorted(run.items())]
     print_table(f"run {run_id}", ("member", "value"), facts, section=True)
     print_table(
         "run payloads",
@@ -360,6 +360,11 @@ def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) ->
         metrics = ("name", "value", "unit", "step")
         rows = [[o.get(c) for c in metrics] for o in doc["x-observations"]]
         print_table("observations", metrics, rows, section=True)
+
+
+def _member_text(name: str, value: Any) -> Any:
+    """A run member for a table: labels as ``name=value,...`` rather than a Python dict."""
+    return _labels_text(value) if name == "x-labels" else value
 
 
 #: The run summary's time members, which a terminal shows relative to now.
