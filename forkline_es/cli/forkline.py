@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from datetime import datetime
 from typing import Any
 
 import click
 
 from forkline_es.cli._common import refusals
 from forkline_es.forkline.ci import commands
+from forkline_es.forkline.cli import render
 from forkline_es.forkline.storage.recorder import RunRecorder
 
 __all__ = ["COMMANDS"]
@@ -25,24 +24,6 @@ def _recorder(db: str, redact_config: str | None = None) -> RunRecorder:
     if redact_config:
         return RunRecorder.with_config(db_path=db, redact_config_path=redact_config)
     return RunRecorder(db_path=db)
-
-
-def _short(value: Any, width: int = 80) -> str:
-    text = json.dumps(value, default=str, sort_keys=True)
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _day_time(stamp: str | None) -> str:
-    if not stamp:
-        return ""
-    try:
-        return datetime.fromisoformat(stamp).strftime("%Y-%m-%d %H:%M:%S")
-    except ValueError:
-        return stamp
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, default=str)
 
 
 def _args(script_args: tuple[str, ...]) -> list[str]:
@@ -78,7 +59,7 @@ def run_command(db: str, redact_config: str | None, script: str, script_args: tu
         )
     if code == -1:
         sys.exit(1)
-    click.echo(f"run_id: {run_id}")
+    click.echo(render.render_run_result(run_id))
     if code != 0:
         sys.exit(code)
 
@@ -91,23 +72,7 @@ def list_command(db: str, limit: int | None, as_json: bool) -> None:
     """The runs, newest first."""
     with refusals(), _recorder(db) as recorder:
         runs = recorder.list_runs(limit=limit)
-    if as_json:
-        keys = ("schema_version", "run_id", "entrypoint", "status", "ended_at")
-        click.echo(_dumps([{"created_at": r["started_at"], **{k: r[k] for k in keys}} for r in runs]))
-        return
-    if not runs:
-        click.echo("No runs found.")
-        return
-    header = f"{'ID':<36}  {'Created':<20}  {'Script':<30}  {'Status':<10}"
-    lines = [header, "-" * len(header)]
-    for r in runs:
-        started, script, status = (
-            _day_time(r["started_at"]),
-            (r["entrypoint"] or "")[:30],
-            (r["status"] or "")[:10],
-        )
-        lines.append(f"{r['run_id'][:36]:<36}  {started:<20}  {script:<30}  {status:<10}")
-    click.echo("\n".join(lines))
+    click.echo(render.render_list_json(runs) if as_json else render.render_list_table(runs))
 
 
 @forkline.command("replay")
@@ -122,30 +87,9 @@ def replay_command(db: str, run_id: str, as_json: bool) -> None:
     if run is None:
         click.echo(f"Error: run '{run_id}' not found", err=True)
         sys.exit(2)
-    if as_json:
-        keys = (
-            "schema_version",
-            "run_id",
-            "entrypoint",
-            "status",
-            "started_at",
-            "ended_at",
-            "forkline_version",
-        )
-        click.echo(_dumps({**{k: run[k] for k in keys}, "total_events": len(events), "events": events}))
-        return
-    lines = [f"Run: {run['run_id']}", f"Script: {run['entrypoint']}", f"Status: {run['status']}"]
-    if run["started_at"] and run["ended_at"]:
-        took = datetime.fromisoformat(run["ended_at"]) - datetime.fromisoformat(run["started_at"])
-        lines.append(f"Duration: {took.total_seconds():.2f}s")
-    lines.append(f"Total events: {len(events)}")
-    counts: dict[str, int] = {}
-    for event in events:
-        counts[event["type"]] = counts.get(event["type"], 0) + 1
-    if counts:
-        lines.append("Events by type:")
-        lines.extend(f"  {t}: {counts[t]}" for t in sorted(counts))
-    click.echo("\n".join(lines))
+    click.echo(
+        render.render_replay_json(run, events) if as_json else render.render_replay_summary(run, events)
+    )
 
 
 def _event_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
@@ -179,28 +123,13 @@ def diff_command(db: str, run_a: str, run_b: str, fmt: str, first_divergence: bo
                 click.echo(f"Error: run '{run_id}' not found", err=True)
                 sys.exit(2)
         events_a, events_b = recorder.get_events(run_a), recorder.get_events(run_b)
-    diff = _event_diff(events_a, events_b)
-    counts = {"total_events_a": len(events_a), "total_events_b": len(events_b)}
-    if fmt == "json":
-        out: dict[str, Any] = {"run_a": run_a, "run_b": run_b, **diff}
-        if not diff["identical"]:
-            out.update(counts)
-        click.echo(_dumps(out))
-    elif diff["identical"]:
-        click.echo("No differences")
-    elif diff.get("reason"):
-        click.echo(
-            f"Event count differs: {len(events_a)} ({run_a}) vs {len(events_b)} ({run_b})\n"
-            f"First divergence at event index {diff['divergence_index']}"
-        )
-    else:
-        lines = [f"Step {diff['divergence_index']} diverged:"]
-        for side in ("old", "new"):
-            lines += [
-                f"  {side}.type: {diff[side]['type']}",
-                f"  {side}.payload: {_short(diff[side]['payload'])}",
-            ]
-        click.echo("\n".join(lines))
+    diff = {
+        **_event_diff(events_a, events_b),
+        "total_events_a": len(events_a),
+        "total_events_b": len(events_b),
+    }
+    shown = render.render_diff_json if fmt == "json" else render.render_diff_pretty
+    click.echo(shown(diff, run_a, run_b))
     if not diff["identical"]:
         sys.exit(1)
 

@@ -27,6 +27,10 @@ def serve(host: str, port: int, db: str) -> None:
     except ImportError as e:
         fail(f"serve needs the ui extra ({e.name} is missing): pip install 'forkline-es[ui]'")
     with open_read_only(db) as store:
+        try:
+            server.check_listenable(host, port)
+        except OSError as e:
+            fail(f"cannot listen on {host}:{port}: {e.strerror or e}; choose another --port or --host")
         click.echo(f"serving {db} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
         server.serve(store, host, port)
 

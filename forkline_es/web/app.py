@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any, Final
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import msgspec
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -69,9 +69,9 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["q"] = lambda s: quote(str(s), safe="")
-    env.filters["qpath"] = lambda s: quote(str(s), safe="/")
-    env.globals.update(badge=views.badge, change_text=views.change_text)
+    env.globals.update(
+        badge=views.badge, change_text=views.change_text, run_url=views.run_url, diff_url=views.diff_url
+    )
     return env
 
 
@@ -148,6 +148,17 @@ def _refusals(handler: Handler) -> Handler:
     return wrapped
 
 
+def _arg(request: Request, name: str, query: str) -> str:
+    """A run id or step path: from the URL path (``/runs/RUN``), else from the query string
+    (``/run?id=RUN``, for ids that cannot be a path segment)."""
+    value = request.path_params.get(name)
+    if value is None:
+        value = request.query_params.get(query)
+    if value is None:
+        raise InvalidRequest(f"this page needs ?{query}=...")
+    return str(value)
+
+
 def _filters(request: Request) -> dict[str, Any]:
     """The listing's filters from the query string, as ``list_runs`` takes them (it checks them)."""
     params = request.query_params
@@ -192,11 +203,14 @@ def _page(store: Store, request: Request) -> tuple[list[dict[str, Any]], str | N
     return listed, listed[-1]["id"] if more else None, filters
 
 
+def _with(request: Request, name: str, value: str) -> str:
+    """This page's URL with the query parameter ``name`` set to ``value``."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != name and v]
+    return f"{request.url.path}?{urlencode([*kept, (name, value)])}"
+
+
 def _next_link(request: Request, before: str | None) -> str | None:
-    if before is None:
-        return None
-    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "before" and v]
-    return f"{request.url.path}?{urlencode([*kept, ('before', before)])}"
+    return None if before is None else _with(request, "before", before)
 
 
 def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> Starlette:
@@ -231,7 +245,7 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
 
     @_refusals
     async def run_page(request: Request) -> Response:
-        run_id = store.resolve_run_id(request.path_params["run_id"])
+        run_id = store.resolve_run_id(_arg(request, "run_id", "id"))
         doc = store.get_run_record(run_id)
         entries = doc.get("entries") or []
         timeline = views.timeline_of(doc)
@@ -243,7 +257,6 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
             doc=doc,
             run=doc["run"],
             timeline=timeline,
-            run_q=quote(run_id, safe=""),
             steps=views.step_rows(steps),
             run_payloads={k: views.slot_view(v) for k, v in doc["payloads"].items()},
             entries=views.entry_rows(entries),
@@ -252,8 +265,8 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
 
     @_refusals
     async def step_page(request: Request) -> Response:
-        run_id = store.resolve_run_id(request.path_params["run_id"])
-        path = request.path_params["path"]
+        run_id = store.resolve_run_id(_arg(request, "run_id", "id"))
+        path = _arg(request, "path", "path")
         with store.log.snapshot():
             record = store.get_step_record(run_id, path)
             entries = store.get_run_record(run_id).get("entries") or []
@@ -268,8 +281,8 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
         )
 
     def _diff(request: Request) -> tuple[str, str, Any]:
-        a = store.resolve_run_id(request.path_params["a"])
-        b = store.resolve_run_id(request.path_params["b"])
+        a = store.resolve_run_id(_arg(request, "a", "a"))
+        b = store.resolve_run_id(_arg(request, "b", "b"))
         params = request.query_params
         strict = params.get("strict") in ("1", "true", "on")
         times = params.get("times") in ("1", "true", "on")
@@ -291,8 +304,9 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
             diff=data,
             first=first,
             others=[d for d in data["divergences"] if d != first],
-            rows=views.diff_rows(doc_a, doc_b, first),
+            rows=views.diff_rows(doc_a, doc_b, first or next(iter(data["divergences"]), None)),
             strict=result.strict,
+            strict_link=_with(request, "strict", "1"),
         )
 
     @_refusals
@@ -302,19 +316,19 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
 
     @_refusals
     async def api_run(request: Request) -> Response:
-        run_id = store.resolve_run_id(request.path_params["run_id"])
+        run_id = store.resolve_run_id(_arg(request, "run_id", "id"))
         doc = store.get_run_record(run_id)
         return JSONResponse(plain(doc) if request.query_params.get("plain") == "1" else doc)
 
     @_refusals
     async def api_step(request: Request) -> Response:
-        run_id = store.resolve_run_id(request.path_params["run_id"])
-        record = store.get_step_record(run_id, request.path_params["path"])
+        run_id = store.resolve_run_id(_arg(request, "run_id", "id"))
+        record = store.get_step_record(run_id, _arg(request, "path", "path"))
         return JSONResponse(plain(record) if request.query_params.get("plain") == "1" else record)
 
     @_refusals
     async def api_verify(request: Request) -> Response:
-        run_id = store.resolve_run_id(request.path_params["run_id"])
+        run_id = store.resolve_run_id(_arg(request, "run_id", "id"))
         return JSONResponse(store.verify_run(run_id).to_dict())
 
     @_refusals
@@ -346,11 +360,19 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
             Route("/runs/{run_id}", run_page),
             Route("/runs/{run_id}/steps/{path:path}", step_page),
             Route("/diff/{a}/{b}", diff_page),
+            # the same pages for ids that cannot be a URL path segment (views.run_url)
+            Route("/run", run_page),
+            Route("/run/steps", step_page),
+            Route("/diff", diff_page),
             Route("/api/runs", api_runs),
             Route("/api/runs/{run_id}", api_run),
             Route("/api/runs/{run_id}/verify", api_verify),
             Route("/api/runs/{run_id}/steps/{path:path}", api_step),
             Route("/api/diff/{a}/{b}", api_diff),
+            Route("/api/run", api_run),
+            Route("/api/run/verify", api_verify),
+            Route("/api/run/steps", api_step),
+            Route("/api/diff", api_diff),
             Mount("/static", app=static, name="static"),
         ],
         exception_handlers={404: http_error, 405: http_error, StoreError: store_error},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import sys
 from typing import Final
 
@@ -10,7 +11,7 @@ from forkline_es._logging import get_logger
 from forkline_es.store import Store
 from forkline_es.web.app import create_app
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "LOOPBACK_NAMES", "exposure_warning", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "LOOPBACK_NAMES", "check_listenable", "exposure_warning", "serve"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
@@ -37,10 +38,21 @@ def exposure_warning(host: str) -> str | None:
     )
 
 
+def check_listenable(host: str, port: int) -> None:
+    """Raise OSError when ``host:port`` cannot be listened on (in use, not an address of this
+    machine): uvicorn would log it and exit on its own, with no way for the caller to say so."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+
+
 def serve(store: Store, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-    """Serve ``store`` (opened read-only by the caller) until interrupted."""
+    """Serve ``store`` (opened read-only by the caller) until interrupted; OSError when the
+    address cannot be listened on."""
     import uvicorn
 
+    check_listenable(host, port)
     warning = exposure_warning(host)
     if warning is not None:
         _log.warning("serve.exposed", host=host, port=port)

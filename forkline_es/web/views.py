@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
+from urllib.parse import quote, urlencode
 
 import msgspec
 
@@ -23,8 +24,10 @@ __all__ = [
     "badge",
     "change_text",
     "diff_rows",
+    "diff_url",
     "entry_rows",
     "payload_text",
+    "run_url",
     "slot_view",
     "step_rows",
     "superseded_by",
@@ -53,6 +56,36 @@ _BADGE: Final = {
 def badge(word: object) -> str:
     """The badge class for a status word (``ok``, ``bad``, ``warn``, ``live``, ``off``, ``plain``)."""
     return _BADGE.get(word, "plain") if isinstance(word, str) else "plain"
+
+
+def _path_safe(run_id: str) -> bool:
+    """A run id that can be one URL path segment: no ``/`` (servers decode ``%2F`` before
+    routing) and not ``.`` or ``..`` (browsers resolve those away)."""
+    return "/" not in run_id and run_id not in (".", "..")
+
+
+def run_url(run_id: str, path: str | None = None, *, api: bool = False, verify: bool = False) -> str:
+    """The page (or ``api`` document, or ``verify`` report) of a run, or of its step at ``path``.
+
+    ``/runs/RUN[/steps/PATH]``; a run id that cannot be a path segment goes in the query
+    string instead (``/run?id=RUN[&path=PATH]``), so that every run stays reachable.
+    """
+    base = "/api" if api else ""
+    if _path_safe(run_id):
+        url = f"{base}/runs/{quote(run_id, safe='')}"
+        if path is not None:
+            url += f"/steps/{quote(path, safe='/')}"
+        return url + ("/verify" if verify else "")
+    query = {"id": run_id} if path is None else {"id": run_id, "path": path}
+    return f"{base}/run{'/steps' if path is not None else ''}{'/verify' if verify else ''}?{urlencode(query)}"
+
+
+def diff_url(a: str, b: str, *, api: bool = False) -> str:
+    """``/diff/A/B`` (``/diff?a=A&b=B`` when an id cannot be a path segment)."""
+    base = "/api" if api else ""
+    if _path_safe(a) and _path_safe(b):
+        return f"{base}/diff/{quote(a, safe='')}/{quote(b, safe='')}"
+    return f"{base}/diff?{urlencode({'a': a, 'b': b})}"
 
 
 def payload_text(typed: Any) -> str:
@@ -262,6 +295,7 @@ class Timeline:
     children: list[ChildMark]
     ticks: list[tuple[float, str]]
     span_ms: float
+    lead_ms: float
 
 
 def _micros(at: str | None) -> int | None:
@@ -294,8 +328,11 @@ def timeline_of(doc: dict[str, Any]) -> Timeline:
     bar per begin-to-end of each generation, attempts as marks inside, recoveries as rules."""
     entries = doc.get("entries") or []
     gone = superseded_by(entries)
-    times = [t for e in entries if (t := _micros(e.get("x-at"))) is not None]
-    start = _micros(doc["run"].get("started_at")) or (min(times) if times else 0)
+    # The axis begins at the first entry after the start entry: time spent before the first
+    # step (a queue, a manifest) would squeeze every bar to the right. ``lead_ms`` says it.
+    times = [t for e in entries if e["kind"] != "start" and (t := _micros(e.get("x-at"))) is not None]
+    started = _micros(doc["run"].get("started_at"))
+    start = min(times) if times else (started or 0)
     end = max([start, *times])
     span = end - start
     scale = (WIDTH - LABEL - 10) / span if span > 0 else 0.0
@@ -404,6 +441,7 @@ def timeline_of(doc: dict[str, Any]) -> Timeline:
         children=children,
         ticks=_ticks(span, scale),
         span_ms=span / 1000,
+        lead_ms=(start - started) / 1000 if started is not None else 0.0,
     )
 
 

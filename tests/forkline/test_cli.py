@@ -114,14 +114,14 @@ def test_offline_check_stops_the_script_on_the_engine(tmp_path: Path) -> None:
     assert "Network access blocked: socket.create_connection" in done.stderr
 
 
-def test_assert_no_diff_beside_forklines(side: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_assert_no_diff_beside_forklines(
+    side: tuple[str, Path], monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     name, folder = side
     monkeypatch.chdir(folder)
     testing = load().testing if name == "theirs" else ours_testing
     # Forkline's offline recording blocks this process's network and never unblocks it
-    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
-    monkeypatch.setattr(socket, "create_connection", socket.create_connection)
-    monkeypatch.setattr(socket, "getaddrinfo", socket.getaddrinfo)
+    request.addfinalizer(load().ci.offline.disable_offline_mode)
     assert (
         cli(
             name, folder, "ci", "record", "--entrypoint", "agent.py", "--out", "base.json", "--", "hi"
@@ -157,3 +157,47 @@ def test_python_m_forkline_cli_is_the_same_command(tmp_path: Path) -> None:
         text=True,
     )
     assert usage.returncode == 2 and "Usage: forkline diff" in usage.stderr
+
+
+def test_render_functions_agree() -> None:
+    from forkline_es.forkline.cli import render as ours_render
+
+    theirs = load().cli.render
+    run = {
+        "run_id": "r1",
+        "entrypoint": "agent.py",
+        "status": "ok",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "ended_at": "2026-01-01T00:00:01.5+00:00",
+        "forkline_version": "0.5.0",
+        "schema_version": "1.0",
+    }
+    events = [{"type": "input", "payload": {"q": "x" * 100}}, {"type": "output", "payload": {}}]
+    diffs = [
+        {"identical": True, "total_events_a": 1, "total_events_b": 1},
+        {
+            "identical": False,
+            "divergence_index": 0,
+            "old": events[0],
+            "new": events[1],
+            "total_events_a": 2,
+            "total_events_b": 2,
+        },
+        {
+            "identical": False,
+            "divergence_index": 1,
+            "reason": "different_event_count",
+            "total_events_a": 1,
+            "total_events_b": 2,
+        },
+    ]
+    for module in (theirs, ours_render):
+        assert module.render_run_result("r1") == "run_id: r1"
+    for name in ("render_list_table", "render_list_json"):
+        for runs in ([], [run, {**run, "started_at": None, "entrypoint": None}]):
+            assert getattr(ours_render, name)(runs) == getattr(theirs, name)(runs)
+    for name in ("render_replay_summary", "render_replay_json"):
+        assert getattr(ours_render, name)(run, events) == getattr(theirs, name)(run, events)
+    for name in ("render_diff_pretty", "render_diff_json"):
+        for diff in diffs:
+            assert getattr(ours_render, name)(diff, "a", "b") == getattr(theirs, name)(diff, "a", "b")

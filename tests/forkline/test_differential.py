@@ -75,8 +75,17 @@ def replay_view(result: Any) -> dict[str, Any]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(a=steps, b=steps, window=st.integers(1, 4), context=st.integers(0, 3), ts=st.booleans())
-def test_in_memory_comparisons_agree(a: Spec, b: Spec, window: int, context: int, ts: bool) -> None:
+@given(
+    a=steps,
+    b=steps,
+    window=st.integers(1, 4),
+    context=st.integers(0, 3),
+    ts=st.booleans(),
+    show=st.sampled_from(["input", "output", "both"]),
+)
+def test_in_memory_comparisons_agree(
+    a: Spec, b: Spec, window: int, context: int, ts: bool, show: str
+) -> None:
     views = []
     for pkg in PACKAGES:
         run_a, run_b = build(pkg, "a", a), build(pkg, "b", b)
@@ -85,7 +94,7 @@ def test_in_memory_comparisons_agree(a: Spec, b: Spec, window: int, context: int
             {
                 "replay": replay_view(engine.compare_loaded_runs(run_a, run_b, ignore_timestamps=ts)),
                 "first": pkg.find_first_divergence(
-                    run_a, run_b, window=window, context_size=context
+                    run_a, run_b, window=window, context_size=context, show=show
                 ).to_dict(),
                 "diff_runs": pkg.diff_runs(run_a, run_b),
                 "steps": [
@@ -122,6 +131,8 @@ def test_json_diff_and_deep_compare_agree(old: Any, new: Any) -> None:
     mine = [(d.path, d.expected, d.actual, str(d)) for d in ours.deep_compare(old, new, "p", {"ts"})]
     theirs = [(d.path, d.expected, d.actual, str(d)) for d in forkline.deep_compare(old, new, "p", {"ts"})]
     assert mine == theirs
+    root = [(d.path, d.expected, d.actual) for d in ours.deep_compare(old, new)]
+    assert root == [(d.path, d.expected, d.actual) for d in forkline.deep_compare(old, new)]
 
 
 def record(pkg: Any, folder: str, runs: dict[str, Spec]) -> Any:

@@ -29,7 +29,8 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def hostile_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run whose workflow, name, label, step path segment, code, reason and payloads hold markup."""
+    """A run whose workflow, name, label, operation, codes, reason and payloads hold markup, and
+    its child run whose id does too."""
     db = tmp_path_factory.mktemp("web-hostile") / "runs.db"
     digest = "sha256:" + "0" * 64
     with fe.Store.open(db) as store:
@@ -40,6 +41,10 @@ def hostile_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run.invoke("answer", 1, HOSTILE, digest, "not-dispatched", arguments={"q": HOSTILE})
         run.result("answer", 1, "failed", code=HOSTILE, result={"text": HOSTILE})
         run.end_step("answer", "failed", code=HOSTILE)
+        run.begin_step("delegate")
+        run.child("delegate", HOSTILE)  # a child whose very id is markup
+        store.start_run(HOSTILE, run_id=HOSTILE, parent=HOSTILE_RUN).conclude("failed", reason=HOSTILE)
+        run.end_step("delegate", "failed")
         run.conclude("failed", code=HOSTILE, reason=HOSTILE)
     return db
 

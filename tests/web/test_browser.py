@@ -20,6 +20,9 @@ from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect, s
 from tests.web.conftest import HOSTILE, HOSTILE_RUN
 from tests.web.serving import CHROMIUM, served
 
+#: The machine running the tests may be busy: wait longer than Playwright's 5 s default.
+expect.set_options(timeout=20_000)
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
@@ -137,8 +140,12 @@ def test_hostile_text_renders_as_text_and_runs_nothing(
             expect(page.locator("main")).to_contain_text(HOSTILE)  # shown, as text
             assert page.locator("main script, main img").count() == 0
             assert page.evaluate("typeof window.alert") == "function"
+        page.goto(f"{url}/runs/{HOSTILE_RUN}")
+        page.click("a.child-link")  # the child run's id is markup: its page opens as text
+        expect(page.locator("h1 .run-id")).to_have_text(HOSTILE)
+        assert page.locator("main script, main img").count() == 0
         page.goto(f"{url}/runs")
-        expect(page.locator("tr[data-run] td").nth(1)).to_have_text(HOSTILE)
+        expect(page.locator(f"tr[data-run='{HOSTILE_RUN}'] td").nth(1)).to_have_text(HOSTILE)
         _shot(page, tmp_path, "hostile")
     assert watched.dialogs == [], watched.dialogs
     assert watched.errors == [], watched.errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from starlette.testclient import TestClient
 
 import forkline_es as fe
 from forkline_es.cli.main import main
-from forkline_es.web import create_app
+from forkline_es.web import create_app, views
 from forkline_es.web.app import CSP
 from forkline_es.web.server import exposure_warning
 from tests.web.conftest import HOSTILE, HOSTILE_RUN
@@ -230,6 +231,8 @@ def test_hostile_text_is_escaped_on_every_page(hostile_client: TestClient) -> No
         f"/runs/{HOSTILE_RUN}",
         f"/runs/{HOSTILE_RUN}/steps/answer",
         f"/diff/{HOSTILE_RUN}/{HOSTILE_RUN}",
+        views.run_url(HOSTILE),
+        views.diff_url(HOSTILE_RUN, HOSTILE),
     ]
     for url in urls:
         page = hostile_client.get(url).text
@@ -293,3 +296,50 @@ def test_payload_states_are_shown_as_such(tmp_path: Path) -> None:
     assert 'data-state="not-recorded"' in step and 'data-state="removed"' in step
     assert "until retention" not in page and "secret-value" not in page
     assert '"a": 1' in html.unescape(page)  # inputs were not in the removed class
+
+
+def test_serve_refuses_a_port_in_use(demo_db: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--db", str(demo_db), "--port", str(port)])
+    assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
+
+
+@pytest.mark.parametrize("run_id", ["tenant/42", "..", "a b?c#d&e"])
+def test_every_run_id_is_reachable_by_its_links(tmp_path: Path, run_id: str) -> None:
+    """Ids with ``/`` (or ``..``) cannot be a path segment: their links use the query form."""
+    db = tmp_path / "runs.db"
+    child = f"{run_id}/child"
+    with fe.Store.open(db) as store:
+        run = store.start_run("w", run_id=run_id)
+        run.begin_step("s/0", arguments={"x": 1})
+        run.child("s/0", child)
+        store.start_run("w/child", run_id=child, parent=run_id).conclude("succeeded")
+        run.end_step("s/0", "succeeded")
+        run.conclude("succeeded")
+    with fe.Store.open(db, read_only=True) as store, TestClient(create_app(store)) as client:
+        listing = client.get("/runs").text
+        links = {html.unescape(h) for h in re.findall(r'<a class="run-id" href="([^"]*)"', listing)}
+        assert len(links) == 2
+        for link in links:
+            page = client.get(link)
+            assert page.status_code == 200, link
+        run_page = client.get(views.run_url(run_id)).text
+        assert f'<h1>Run <span class="run-id">{html.escape(run_id, quote=False)}</span>' in run_page
+        step_links = {html.unescape(h) for h in re.findall(r'href="([^"]*steps[^"]*)"', run_page)}
+        assert step_links == {views.run_url(run_id, "s/0")}
+        assert client.get(views.run_url(run_id, "s/0")).status_code == 200
+        assert client.get(views.run_url(child)).status_code == 200
+        assert client.get(views.run_url(run_id, api=True)).json()["run"]["id"] == run_id
+        assert client.get(views.run_url(run_id, "s/0", api=True)).json()["path"] == "s/0"
+        assert client.get(views.run_url(run_id, api=True, verify=True)).json()["ok"] is True
+        assert client.get(views.diff_url(run_id, run_id)).status_code == 200
+        assert client.get(views.diff_url(run_id, run_id, api=True)).json()["match"] is True
+
+
+def test_query_form_without_an_id_is_invalid_request(demo_client: TestClient) -> None:
+    response = demo_client.get("/api/run")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid-request"
+    assert demo_client.get("/api/run?id=demo-first").json()["run"]["id"] == "demo-first"
