@@ -209,30 +209,33 @@ def _row(summary: dict[str, Any]) -> list[Any]:
 
 
 def _print_runs_for_a_person(listed: list[dict[str, Any]]) -> None:
-    """The terminal table: ids cut to ``SHORT_ID`` characters (every command still takes
-    them: a unique prefix names its run), times relative, parent and labels only when
-    some run has them, so that a listing fits 80 columns."""
+    """The terminal table, fitted to 80 columns: ids cut to ``SHORT_ID`` characters (every
+    command still takes them: a unique prefix names its run), when it started relative to
+    now, how long it took (or, still going, how long ago it was last active), and a child
+    run's parent beside its name (``↳ parent``); labels only when some run has them."""
     now = datetime.now(UTC)
-    columns = ["id", "workflow", "status", "started", "last", "took"]
-    extra = [c for c in ("parent", "x-labels") if any(s.get(c) for s in listed)]
-    columns += [c.removeprefix("x-") for c in extra] + ["name"]
+    labelled = any(s.get("x-labels") for s in listed)
+    columns = ["id", "workflow", "status", "started", "activity", *(["labels"] if labelled else []), "name"]
     rows = []
     for s in listed:
         ended = s.get("x-ended-at")
-        row = [
-            s["id"][:SHORT_ID],
-            s["workflow"],
-            s["status"],
-            when.ago(s["started_at"], now),
-            when.ago(s.get("x-updated-at"), now),
-            when.between(s["started_at"], ended) if ended else "",
-        ]
-        if "parent" in extra:
-            row.append((s["parent"] or "")[:SHORT_ID])
-        if "x-labels" in extra:
-            row.append(_labels_text(s.get("x-labels")))
-        rows.append([*row, s.get("name")])
-    print_table("runs", columns, rows, whole=("id", "status", "started", "last", "took"))
+        if ended:
+            activity = f"took {when.between(s['started_at'], ended)}"
+        else:
+            activity = f"last {when.ago(s.get('x-updated-at'), now)}"
+        name = s.get("name") or ""
+        if s["parent"]:
+            name = f"{name} ↳ {s['parent'][:SHORT_ID]}".strip()
+        row = [s["id"][:SHORT_ID], s["workflow"], s["status"], when.ago(s["started_at"], now), activity]
+        rows.append([*row, *([_labels_text(s.get("x-labels"))] if labelled else []), name])
+    whole = ["id", "status", "started", "activity"]
+    if max((len(s["workflow"]) for s in listed), default=0) <= _SHORT_WORKFLOW:
+        whole.append("workflow")  # short names whole; long ones wrap rather than push past 80
+    print_table("runs", columns, rows, whole=whole)
+
+
+#: The longest workflow identity a terminal listing keeps on one line.
+_SHORT_WORKFLOW = 16
 
 
 def _stream(
