@@ -57,7 +57,11 @@ _ENTRY_DETAIL = (
 )
 
 
-def _slots(payloads: dict[str, Any]) -> str:
+def _slots(payloads: dict[str, Any], short: bool = False) -> str:
+    """A step's payload inventory: ``arguments=present, ...``; ``short`` (a terminal) names
+    a present slot alone and another by its state (``arguments:withheld``)."""
+    if short:
+        return ", ".join(n if v["state"] == "present" else f"{n}:{v['state']}" for n, v in payloads.items())
     return ", ".join(f"{name}={slot['state']}" for name, slot in payloads.items())
 
 
@@ -313,7 +317,7 @@ def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) ->
                 s.get("code"),
                 when.offset(s.get("x-started-at"), origin),
                 when.between(s.get("x-started-at"), s.get("x-ended-at")),
-                _slots(s["payloads"]),
+                _slots(s["payloads"], short=True),
             )
             for p, s in ordered
         ]
@@ -341,7 +345,8 @@ def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) ->
             )
             for p, s in ordered
         ]
-    print_table("steps", step_columns, steps, section=True)
+    whole = ("gen", "status", "outcome", "began", "took") if terminal else ()
+    print_table("steps", step_columns, steps, section=True, whole=whole)
     at = (lambda e: when.offset(e.get("x-at"), origin)) if terminal else (lambda e: e.get("x-at"))
     entries = [(e["seq"], e["generation"], at(e), e["kind"], _detail(e)) for e in doc.get("entries", [])]
     print_table(
