@@ -341,7 +341,8 @@ class Ignore:
             candidates.append(tokens[1:])
         if entry_kind is not None:
             named = _plain(pointer) or _slot_member(pointer)
-            where = ["steps", *step.split("/")] if step is not None else ["run"]
+            at_step = step is not None and entry_kind != "conclude"
+            where = ["steps", *step.split("/")] if at_step and step is not None else ["run"]
             candidates.append([*where, *(named.split("/") if named else [])])
         return any(
             len(p) <= len(t) and all(x in ("*", y) for x, y in zip(p, t, strict=False))
@@ -412,7 +413,7 @@ class Divergence:
         ):
             return pointer
         named = _plain(pointer) or _slot_member(pointer)
-        if self.path is not None:
+        if self.path is not None and self.kind != "conclusion":  # a conclusion is the run's
             return f"/steps/{self.path}/{named}" if named else f"/steps/{self.path}"
         return f"/run/{named}" if named else "/run"
 

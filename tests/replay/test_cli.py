@@ -126,3 +126,22 @@ def test_diff_lines_name_the_data_not_its_encoding(tmp_path) -> None:
         assert quiet.exit_code == 0 and quiet.output.startswith("match"), (ignored, quiet.output)
     partial = CliRunner().invoke(main, ["diff", *ids, "--ignore=/steps/other/result/model", "--db", str(db)])
     assert partial.exit_code == 1
+
+
+def test_a_conclusion_is_named_as_the_run_s(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        ids = []
+        for code in ("boom", "bang"):
+            run = store.start_run("wf")
+            run.begin_step("s")
+            run.end_step("s", "failed", code=code)
+            run.conclude("failed", path="s", code=code)
+            ids.append(run.id)
+    report = json.loads(CliRunner().invoke(main, ["diff", *ids, "--json", "--all", "--db", str(db)]).output)
+    ats = {c["at"] for d in report["divergences"] for c in d["changes"]}
+    assert ats == {"/steps/s/code", "/run/code"}, ats
+    quiet = CliRunner().invoke(
+        main, ["diff", *ids, "--ignore=/run/code", "--ignore=/steps/s/code", "--db", str(db)]
+    )
+    assert quiet.exit_code == 0, quiet.output
