@@ -561,13 +561,16 @@ class Store:
         return figures
 
     @_writes
-    def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
+    def gc(
+        self, artifact_grace_seconds: float = 3600.0, progress: Callable[[int, int], None] | None = None
+    ) -> retention.GcReport:
         """Give the pages freed by eviction back to the file system, and delete artifact
         files no retained run references and what killed processes left (staging files,
-        check copies), older than ``artifact_grace_seconds``."""
+        check copies), older than ``artifact_grace_seconds``. ``progress`` hears (pages
+        given back, free pages at the start)."""
         from forkline_es.retention import apply as retention
 
-        return retention.gc(self, artifact_grace_seconds)
+        return retention.gc(self, artifact_grace_seconds, progress)
 
     @_writes
     def register_consumer(self, name: str, since: Literal["start", "now"] = "start") -> feed.Consumer:

@@ -1,6 +1,6 @@
 """What every command shares: --db and --json, opening a store, rendering, exit codes.
 
-Exit status (api.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
+Exit status (docs/cli.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
 error or a refusal (its code is printed). A read command opens its database read-only
 (``open_read_only``): it never creates, migrates or changes one.
 """
@@ -111,7 +111,8 @@ def paged(f: F) -> F:
     @functools.wraps(f)
     def wrapper(*args: Any, no_pager: bool, **kwargs: Any) -> Any:
         ctx = click.get_current_context()
-        off = no_pager or bool(ctx.find_root().meta.get(NO_PAGER))
+        # a stream (--ndjson) is read as it comes, never held for a pager
+        off = no_pager or bool(ctx.find_root().meta.get(NO_PAGER)) or bool(kwargs.get("ndjson"))
         with _pager(not off):
             return f(*args, **kwargs)
 

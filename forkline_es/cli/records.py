@@ -1,7 +1,7 @@
 """`forkline-es runs | show | step | log | rebuild`: read the run records, refold the projections.
 
 Each command opens the store, calls one library operation and renders it: rich tables on a
-terminal, tab-separated text when piped, ``--json`` for machines. Exit status per api.md.
+terminal, tab-separated text when piped, ``--json`` for machines. Exit status as docs/cli.md says.
 """
 
 from __future__ import annotations
@@ -57,7 +57,11 @@ _ENTRY_DETAIL = (
 )
 
 
-def _slots(payloads: dict[str, Any]) -> str:
+def _slots(payloads: dict[str, Any], short: bool = False) -> str:
+    """A step's payload inventory: ``arguments=present, ...``; ``short`` (a terminal) names
+    a present slot alone and another by its state (``arguments:withheld``)."""
+    if short:
+        return ", ".join(n if v["state"] == "present" else f"{n}:{v['state']}" for n, v in payloads.items())
     return ", ".join(f"{name}={slot['state']}" for name, slot in payloads.items())
 
 
@@ -209,30 +213,33 @@ def _row(summary: dict[str, Any]) -> list[Any]:
 
 
 def _print_runs_for_a_person(listed: list[dict[str, Any]]) -> None:
-    """The terminal table: ids cut to ``SHORT_ID`` characters (every command still takes
-    them: a unique prefix names its run), times relative, parent and labels only when
-    some run has them, so that a listing fits 80 columns."""
+    """The terminal table, fitted to 80 columns: ids cut to ``SHORT_ID`` characters (every
+    command still takes them: a unique prefix names its run), when it started relative to
+    now, how long it took (or, still going, how long ago it was last active), and a child
+    run's parent beside its name (``↳ parent``); labels only when some run has them."""
     now = datetime.now(UTC)
-    columns = ["id", "workflow", "status", "started", "last", "took"]
-    extra = [c for c in ("parent", "x-labels") if any(s.get(c) for s in listed)]
-    columns += [c.removeprefix("x-") for c in extra] + ["name"]
+    labelled = any(s.get("x-labels") for s in listed)
+    columns = ["id", "workflow", "status", "started", "activity", *(["labels"] if labelled else []), "name"]
     rows = []
     for s in listed:
         ended = s.get("x-ended-at")
-        row = [
-            s["id"][:SHORT_ID],
-            s["workflow"],
-            s["status"],
-            when.ago(s["started_at"], now),
-            when.ago(s.get("x-updated-at"), now),
-            when.between(s["started_at"], ended) if ended else "",
-        ]
-        if "parent" in extra:
-            row.append((s["parent"] or "")[:SHORT_ID])
-        if "x-labels" in extra:
-            row.append(_labels_text(s.get("x-labels")))
-        rows.append([*row, s.get("name")])
-    print_table("runs", columns, rows, whole=("id", "status", "started", "last", "took"))
+        if ended:
+            activity = f"took {when.between(s['started_at'], ended)}"
+        else:
+            activity = f"last {when.ago(s.get('x-updated-at'), now)}"
+        name = s.get("name") or ""
+        if s["parent"]:
+            name = f"{name} ↳ {s['parent'][:SHORT_ID]}".strip()
+        row = [s["id"][:SHORT_ID], s["workflow"], s["status"], when.ago(s["started_at"], now), activity]
+        rows.append([*row, *([_labels_text(s.get("x-labels"))] if labelled else []), name])
+    whole = ["id", "status", "started", "activity"]
+    if max((len(s["workflow"]) for s in listed), default=0) <= _SHORT_WORKFLOW:
+        whole.append("workflow")  # short names whole; long ones wrap rather than push past 80
+    print_table("runs", columns, rows, whole=whole)
+
+
+#: The longest workflow identity a terminal listing keeps on one line.
+_SHORT_WORKFLOW = 16
 
 
 def _stream(
@@ -254,14 +261,18 @@ def _stream(
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--timeline", "as_timeline", is_flag=True, help="Draw entries by step, attempt and generation.")
+@click.option(
+    "--typed", is_flag=True, help="Show payload values in their typed wire form, not as plain JSON."
+)
 @db_option
 @json_option
 @paged
-def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
+def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) -> None:
     """Show RUN's run record document, and as text its RunRecorder events.
 
-    Text: summary, steps, payloads and entries, then the events a RunRecorder logged (they are
-    not entries of the document). --json prints the document alone.
+    Text: summary, the run's payload values (plain JSON; --typed: the wire form), steps and
+    entries, then the events a RunRecorder logged (they are not entries of the document).
+    --json prints the document alone; `step RUN PATH` shows a step's values.
     """
     with open_read_only(db) as store, refusals(), store.log.snapshot():
         run_id = store.resolve_run_id(run_id)
@@ -276,12 +287,12 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
     terminal = sys.stdout.isatty()
     run = doc["run"]
     origin = run["started_at"]
-    facts = _run_facts(run) if terminal else sorted(run.items())
+    facts = _run_facts(run) if terminal else [(k, _member_text(k, v)) for k, v in sorted(run.items())]
     print_table(f"run {run_id}", ("member", "value"), facts, section=True)
     print_table(
         "run payloads",
-        ("slot", "class", "state"),
-        [(k, v["class"], v["state"]) for k, v in doc["payloads"].items()],
+        ("slot", "class", "state", "value"),
+        [(k, v["class"], v["state"], _value_text(v, typed)) for k, v in doc["payloads"].items()],
         section=True,
     )
     began = _began(doc)
@@ -306,7 +317,7 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
                 s.get("code"),
                 when.offset(s.get("x-started-at"), origin),
                 when.between(s.get("x-started-at"), s.get("x-ended-at")),
-                _slots(s["payloads"]),
+                _slots(s["payloads"], short=True),
             )
             for p, s in ordered
         ]
@@ -334,7 +345,8 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
             )
             for p, s in ordered
         ]
-    print_table("steps", step_columns, steps, section=True)
+    whole = ("gen", "status", "outcome", "began", "took") if terminal else ()
+    print_table("steps", step_columns, steps, section=True, whole=whole)
     at = (lambda e: when.offset(e.get("x-at"), origin)) if terminal else (lambda e: e.get("x-at"))
     entries = [(e["seq"], e["generation"], at(e), e["kind"], _detail(e)) for e in doc.get("entries", [])]
     print_table(
@@ -356,6 +368,11 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
         metrics = ("name", "value", "unit", "step")
         rows = [[o.get(c) for c in metrics] for o in doc["x-observations"]]
         print_table("observations", metrics, rows, section=True)
+
+
+def _member_text(name: str, value: Any) -> Any:
+    """A run member for a table: labels as ``name=value,...`` rather than a Python dict."""
+    return _labels_text(value) if name == "x-labels" else value
 
 
 #: The run summary's time members, which a terminal shows relative to now.
@@ -528,13 +545,16 @@ def log_(run_id: str, db: str, as_json: bool) -> None:
 @json_option
 def rebuild(check: bool, db: str, as_json: bool) -> None:
     """Drop and refold every projection from the log (--check: compare only, exit 1 on a difference)."""
+    # the summary is printed once the progress bar is gone, on a line of its own
     with open_for_read(db) as store, refusals(), _progress_bar() as progress:
         if not check:
             folded = store.rebuild_projections(progress)
-            if as_json:
-                return echo_json({"rebuilt": True, "events": folded})
-            return click.echo(f"rebuilt every projection from {folded} events")
-        differences = store.check_projections(progress)
+        else:
+            differences = store.check_projections(progress)
+    if not check:
+        if as_json:
+            return echo_json({"rebuilt": True, "events": folded})
+        return click.echo(f"rebuilt every projection from {folded} events")
     if as_json:
         echo_json({"equal": not differences, "differences": differences})
     else:

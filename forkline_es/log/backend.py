@@ -220,7 +220,7 @@ class Backend(Protocol):
         server's, shared by its databases), None when this role may not read it."""
         ...
 
-    def reclaim(self) -> Reclaimed:
+    def reclaim(self, progress: Callable[[int, int], None] | None = None) -> Reclaimed:
         """Give the space freed by eviction back (gc), in short steps appends can pass."""
         ...
 

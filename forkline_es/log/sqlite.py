@@ -393,9 +393,10 @@ class SqliteBackend:
         wal = path + "-wal"
         return pages, os.path.getsize(path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)
 
-    def _give_back_free_pages(self) -> int:
+    def _give_back_free_pages(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Incremental vacuum in short write transactions, appends between them; returns the
-        pages still free (other connections may free pages meanwhile).
+        pages still free (other connections may free pages meanwhile). ``progress`` hears
+        (pages given back, pages free at the start) after each step.
 
         A database created before auto_vacuum was set is converted by one full VACUUM, which
         holds the write lock for as long as it takes (once per database).
@@ -404,10 +405,13 @@ class SqliteBackend:
             self.connection().execute("PRAGMA auto_vacuum = INCREMENTAL")
             self.connection().execute("VACUUM")
             return self._pragma("freelist_count")
-        steps = self._pragma("freelist_count") // _VACUUM_STEP + 2
-        for _ in range(steps):
+        total = self._pragma("freelist_count")
+        for _ in range(total // _VACUUM_STEP + 2):
             with self.transaction("gc", maintenance=True) as cur:
-                if not int(cur.execute("PRAGMA freelist_count").fetchall()[0][0]):
+                free = int(cur.execute("PRAGMA freelist_count").fetchall()[0][0])
+                if progress is not None:
+                    progress(max(total - free, 0), max(total, 1))
+                if not free:
                     return 0
                 cur.execute(f"PRAGMA incremental_vacuum({_VACUUM_STEP})").fetchall()
             time.sleep(_VACUUM_PAUSE)
@@ -431,14 +435,14 @@ class SqliteBackend:
         wal = self.location + "-wal"
         return os.path.getsize(wal) if os.path.exists(wal) else 0
 
-    def reclaim(self) -> Reclaimed:
+    def reclaim(self, progress: Callable[[int, int], None] | None = None) -> Reclaimed:
         """Free pages back to the file system (incremental vacuum in short steps), then the
         WAL emptied; appends wait at most a fraction of a second at a time."""
         not_done: list[str] = []
         try:
             page_size = self._pragma("page_size")
             pages_before, bytes_before = self._sizes()
-            free = self._give_back_free_pages()
+            free = self._give_back_free_pages(progress)
             if free:
                 not_done.append(
                     f"{free} free pages not given back: other connections freed pages while gc ran; "

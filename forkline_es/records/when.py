@@ -77,10 +77,11 @@ def ago(at: object, now: datetime) -> str:
         return instant.date().isoformat()
     if seconds < 1:
         return "just now"
-    text = duration(seconds)
-    if seconds >= 60:  # "5m" rather than "5m00s"
-        text = text.removesuffix("00s").removesuffix("00m").removesuffix("00h")
-    return text + " ago"
+    if seconds < 60:
+        return f"{duration(seconds)} ago"
+    if seconds < 3_600:  # minutes are precise enough once a minute has passed
+        return f"{int(seconds // 60)}m ago"
+    return duration(seconds).removesuffix("00m").removesuffix("00h") + " ago"
 
 
 def elapsed(at: object, now: datetime) -> str:

@@ -532,16 +532,17 @@ def _grace(seconds: object) -> float:
     return value
 
 
-def gc(store: Host, artifact_grace_seconds: float = 3600.0) -> GcReport:
+def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress | None = None) -> GcReport:
     """Give free pages back to the file system (incremental vacuum in short steps), empty
     the WAL, then delete artifact files that no retained run references any more.
 
     While it runs, appends wait at most a fraction of a second at a time. What could not
     be done now (a reader holding a snapshot keeps the WAL) is in the report's
-    ``not_done``; a driver error leaves as ``StoreError``.
+    ``not_done``; a driver error leaves as ``StoreError``. ``progress`` hears (pages
+    given back, free pages at the start) as the vacuum goes.
     """
     grace = _grace(artifact_grace_seconds)
-    space = store.backend.reclaim()
+    space = store.backend.reclaim(progress)
     with store.log.snapshot() as cur:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
         referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}

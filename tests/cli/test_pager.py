@@ -101,3 +101,9 @@ def test_colours_reach_a_pager_that_shows_them(db: Path, tmp_path: Path) -> None
     # a pager that does not say it shows them gets plain text
     on_terminal(["runs", "--db", str(db)], PAGER=f"{less}", TERM="xterm-256color", LESS="-X")
     assert "\x1b[" not in paged.read_text() and "run-29" in paged.read_text()
+
+
+def test_a_stream_is_never_held_for_a_pager(db: Path, tmp_path: Path) -> None:
+    pager, paged = fake_pager(tmp_path)
+    screen, _ = on_terminal(["runs", "--ndjson", "--db", str(db)], PAGER=pager)
+    assert '"id":"run-00"' in screen and not paged.exists()

@@ -89,6 +89,7 @@ def test_every_view_fits_80_columns(db: Path) -> None:
         ["show", "finished-run", "--timeline"],
         ["step", "finished-run", "fetch/0"],
         ["show", "held-run"],
+        ["stats"],
     )
     for args in views:
         screen = on_terminal([*args, "--db", str(db)])
@@ -148,6 +149,13 @@ def test_piped_show_and_step_are_one_table_per_section(db: Path) -> None:
     assert [(int(r[0]), r[2]) for r in entries[1:]] == [(e["seq"], e["x-at"]) for e in doc["entries"]]
     steps = {r[0]: dict(zip(tables["steps"][0], r, strict=True)) for r in tables["steps"][1:]}
     assert steps["fetch/0"]["started_at"] == doc["steps"]["fetch/0"]["x-started-at"]
+    run = dict(tables["run finished-run-with-a-long-identifier"][1:])
+    assert run["x-labels"] == "customer=c-42,region=eu-west" and run["started_at"] == doc["run"]["started_at"]
+    payloads = tables["run payloads"]
+    assert payloads[0] == ["slot", "class", "state", "value"]
+    assert json.loads(dict((r[0], r[3]) for r in payloads[1:])["outputs"]) == {"done": True}  # plain data
+    typed = _sections(piped("show", "finished-run", "--typed", "--db", str(db)))["run payloads"]
+    assert json.loads(dict((r[0], r[3]) for r in typed[1:])["outputs"])["kind"] == "map"
     step = _sections(piped("step", "finished-run", "fetch/0", "--db", str(db)))
     assert list(step) == ["step fetch/0", "payloads", "attempts"]
     assert [r[3] for r in step["attempts"][1:]] == ["timeout", ""]

@@ -146,7 +146,7 @@ def test_a_read_never_turns_a_missing_or_empty_file_into_a_database(tmp_path: Pa
 
 _SHOW_HEADERS = [
     "member\tvalue",
-    "slot\tclass\tstate",
+    "slot\tclass\tstate\tvalue",
     "path\tgeneration\tstatus\toutcome\tcode\tstarted_at\tended_at\tpayloads",
     "seq\tgeneration\tat\tkind\tdetail",
 ]

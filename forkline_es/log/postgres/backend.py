@@ -298,7 +298,7 @@ class PostgresBackend:
             return None
         return int(size)
 
-    def reclaim(self) -> Reclaimed:
+    def reclaim(self, progress: Callable[[int, int], None] | None = None) -> Reclaimed:
         """Autovacuum gives space back on PostgreSQL; gc never runs VACUUM FULL on a shared
         database. The figures are the database's size in 8 KiB pages."""
         ((size,),) = self._cur.execute("SELECT pg_database_size(current_database())").fetchall()
