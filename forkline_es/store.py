@@ -543,6 +543,23 @@ class Store:
 
         return retention.evictions(self)
 
+    def stats(
+        self, retention_policy: RetentionPolicy | None = None, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """How big the store is and what fills it: database, free and WAL bytes, each table's
+        bytes, runs by status and workflow, events by kind, payload values and bytes by
+        class; with ``retention_policy``, what applying it now would free. Writes nothing."""
+        from forkline_es.records import stats
+        from forkline_es.retention import apply as retention
+
+        with self.log.snapshot() as cur:
+            figures = stats.collect(cur, self.log.dialect)
+        figures["wal_bytes"] = self.backend.wal_bytes()
+        figures["backend"] = self.log.dialect.name
+        if retention_policy is not None:
+            figures["retention"] = retention.would_free(self, retention_policy, now)
+        return figures
+
     @_writes
     def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
         """Give the pages freed by eviction back to the file system, and delete artifact

@@ -62,6 +62,19 @@ class SqliteDialect:
         re.IGNORECASE,
     )
 
+    # dbstat (the pages of every b-tree), indexes counted with their table
+    table_sizes = (
+        "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat AS d "
+        "LEFT JOIN sqlite_schema AS s ON s.name = d.name GROUP BY 1"
+    )
+    database_size = "SELECT c.page_count * s.page_size FROM pragma_page_count() AS c, pragma_page_size() AS s"
+    free_space = (
+        "SELECT f.freelist_count * s.page_size FROM pragma_freelist_count() AS f, pragma_page_size() AS s"
+    )
+
+    def byte_length(self, column: str) -> str:
+        return f"length(CAST({column} AS BLOB))"
+
     def each(self, alias: str, of: str = "int") -> str:
         return f"json_each(?) AS {alias}"
 
@@ -417,6 +430,10 @@ class SqliteBackend:
             f"WAL not truncated: {why} (gc waited {_WAL_WAIT:.0f} s); removed values may remain "
             "in its frames until a later gc empties it: run gc again once long reads have ended"
         )
+
+    def wal_bytes(self) -> int | None:
+        wal = self.location + "-wal"
+        return os.path.getsize(wal) if os.path.exists(wal) else 0
 
     def reclaim(self) -> Reclaimed:
         """Free pages back to the file system (incremental vacuum in short steps), then the
