@@ -6,19 +6,16 @@ Nothing is printed until the application enables the ``forkline_es`` logger (for
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 __all__ = ["get_logger"]
-
-logging.getLogger("forkline_es").addHandler(logging.NullHandler())
 
 
 class _Lazy:
     """A logger that imports structlog (about 40 ms with rich) on its first call, not at import.
 
     Modules create their loggers at import time; most processes never log anything, so
-    ``import forkline_es`` must not pay for structlog (issue 22).
+    ``import forkline_es`` must not pay for structlog or the stdlib's logging (issue 22).
     """
 
     __slots__ = ("_name", "_real")
@@ -34,7 +31,13 @@ class _Lazy:
 
 
 def _wrap(name: str) -> Any:
+    import logging  # with traceback and linecache, about 5 ms: loaded by the first log call
+
     import structlog
+
+    root = logging.getLogger("forkline_es")
+    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())  # quiet unless the application enables it
 
     return structlog.wrap_logger(
         logging.getLogger(name),

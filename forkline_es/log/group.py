@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.rows import NewRow
 
-__all__ = ["Batch", "GroupCommit", "Grouping", "append_each"]
+__all__ = ["Batch", "GroupCommit", "Outcome", "append_each"]
 
 T = TypeVar("T")
 
@@ -34,12 +34,6 @@ T = TypeVar("T")
 Batch = tuple[Sequence[NewRow], Callable[[Cursor, list[int]], Any] | None]
 #: One caller's outcome: (positions, what the fold returned), or the exception to raise.
 Outcome = tuple[list[int], Any] | BaseException
-
-
-class Grouping(Protocol):
-    """A backend that commits several callers' batches in one transaction, a savepoint each."""
-
-    def append_group(self, batches: Sequence[Batch]) -> list[Outcome]: ...
 
 
 def append_each(backend: Backend, batches: Sequence[Batch]) -> list[Outcome]:
@@ -53,7 +47,9 @@ def append_each(backend: Backend, batches: Sequence[Batch]) -> list[Outcome]:
     return out
 
 
-class _Waiting(Generic[T]):
+class _Waiting:
+    """A queued caller: its batch, and its outcome once a leader committed the group."""
+
     __slots__ = ("batch", "done", "outcome")
 
     def __init__(self, batch: Batch) -> None:
@@ -67,12 +63,14 @@ class GroupCommit:
 
     def __init__(self, backend: Backend) -> None:
         self._append = backend.append
+        # A backend that can keep each caller's failure its own inside one transaction has
+        # ``append_group(batches) -> outcomes`` (SQLite: savepoints); others get one each.
         group = getattr(backend, "append_group", None)
         self._append_group: Callable[[Sequence[Batch]], list[Outcome]] = (
             group if group is not None else lambda batches: append_each(backend, batches)
         )
         self._cond = threading.Condition(threading.Lock())
-        self._queue: list[_Waiting[Any]] = []
+        self._queue: list[_Waiting] = []
         self._leading = False
         #: Transactions committed and batches they held (the benchmark reads the ratio).
         self.transactions = 0
@@ -88,7 +86,7 @@ class GroupCommit:
             if alone:  # the common case of one thread: the plain append, nothing queued
                 self._leading = True
             else:
-                me: _Waiting[T] = _Waiting((rows, then))
+                me = _Waiting((rows, then))
                 self._queue.append(me)
                 while self._leading and not me.done:
                     cond.wait()
@@ -118,7 +116,7 @@ class GroupCommit:
         assert outcome is not None
         return outcome
 
-    def _commit(self, group: list[_Waiting[Any]]) -> None:
+    def _commit(self, group: list[_Waiting]) -> None:
         try:
             if len(group) == 1:
                 rows, then = group[0].batch

@@ -191,9 +191,13 @@ class SqliteBackend:
         return self.conn
 
     def cursor(self) -> Cursor:
-        """A cursor outside any transaction: each statement reads its own snapshot."""
-        cur: Cursor = self.connection().cursor()
-        return cur
+        """A cursor outside any transaction: each statement reads its own snapshot.
+
+        Each statement runs under the backend's lock and is fetched whole before the lock is
+        let go, so that it never runs inside another thread's open transaction (apsw would
+        refuse it, or it would read rows that may still roll back).
+        """
+        return _LockedCursor(self)
 
     def close(self) -> None:
         self.conn.close()
@@ -492,6 +496,30 @@ class SqliteBackend:
                 copy.close()
         finally:
             remove_check_copy(target)
+
+
+class _Fetched(list[Any]):
+    """A statement's rows, fetched: what ``Rows`` promises (iteration and ``fetchall``)."""
+
+    def fetchall(self) -> list[Any]:
+        return self
+
+
+class _LockedCursor:
+    """``SqliteBackend.cursor``'s cursor: each statement under the backend's lock, fetched."""
+
+    __slots__ = ("_backend",)
+
+    def __init__(self, backend: SqliteBackend) -> None:
+        self._backend = backend
+
+    def execute(self, sql: str, params: Any = (), /) -> _Fetched:
+        with self._backend._lock:
+            return _Fetched(self._backend.connection().cursor().execute(sql, params))
+
+    def executemany(self, sql: str, params: Any, /) -> _Fetched:
+        with self._backend._lock:
+            return _Fetched(self._backend.connection().cursor().executemany(sql, params))
 
 
 def open_sqlite(

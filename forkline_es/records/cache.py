@@ -1,7 +1,7 @@
 """An in-process cache of concluded runs' document texts, keyed by the run's last position.
 
 Why: a concluded run's record is read again and again (a UI, a diff, an export) and never
-changes unless an event of the run is appended (payloads removed, a label set) or its
+changes unless an event of the run is appended (payloads removed, an artifact) or its
 rows go (eviction refuses the read before the cache is asked). Building its document
 joins thousands of stored fragments and resolves every payload reference; the cache keeps
 the finished canonical text, checked on each read against the run's last log position
