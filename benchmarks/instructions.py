@@ -5,7 +5,7 @@ up to 40%); callgrind counts the CPU work of a run instead, the same count every
 workload records N events, then 3N, into a fresh store; the difference divided by 2N is
 one event's cost, free of start-up and imports. Disk waits are not counted (both versions
 write the same pages). Compare two checkouts by running this script from each with the
-same arguments (docs/benchmarks.md, "What issue 20 cost the append path").
+same arguments (docs/benchmarks.md, "What the hardening for real operations cost the append path").
 
     python -m benchmarks.instructions [--events 1000]
 
