@@ -189,7 +189,8 @@ def test_sigkill_loses_no_acknowledged_event_of_any_thread(tmp_path: Path, durab
             [sys.executable, "-c", _KILLED, str(db), durability], stdout=subprocess.PIPE, bufsize=0
         )
         assert proc.stdout is not None
-        first, seen, deadline = b"", set[bytes](), time.monotonic() + 30
+        # a loaded machine may take long to get several threads under way: wait up to 120 s
+        first, seen, deadline = b"", set[bytes](), time.monotonic() + 120
         while len(seen) < 3 and time.monotonic() < deadline:  # several threads under way
             got = proc.stdout.readline()
             first += got
