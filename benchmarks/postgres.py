@@ -148,8 +148,16 @@ def _raw_writer(job: Job, barrier: str) -> float:
 
     run_id = f"writer-{job.who}"
     values = [
-        (run_id, i, i, f"k:{run_id}:{i}", f'{{"i":{i},"text":"hello"}}', f"sha256:{i:064x}", None,
-         f'{{"t":"int","v":{i}}}')
+        (
+            run_id,
+            i,
+            i,
+            f"k:{run_id}:{i}",
+            f'{{"i":{i},"text":"hello"}}',
+            f"sha256:{i:064x}",
+            None,
+            f'{{"t":"int","v":{i}}}',
+        )
         for i in range(1, _events(job.kind, job.n) + 2)
     ]
     with psycopg.connect(job.target, autocommit=True) as conn:
@@ -518,7 +526,11 @@ def _workloads(quick: bool) -> list[Workload]:
     out = [
         Workload(
             f"append, {w} writer process{'es' if w > 1 else ''} on distinct runs",
-            "append", w, True, events if w == 1 else per_writer, appenders,
+            "append",
+            w,
+            True,
+            events if w == 1 else per_writer,
+            appenders,
             {RAW: 0.6, ES: 3.0} if w == 8 else {},
         )
         for w in _WRITERS
@@ -540,7 +552,7 @@ def _measure(w: Workload, repeats: int, pg: Server, folder: Path, missing: dict[
         if s in missing:
             line.cells[s] = missing[s]
     for rep in range(repeats):
-        order = live[rep % len(live):] + live[: rep % len(live)] if live else []
+        order = live[rep % len(live) :] + live[: rep % len(live)] if live else []
         for side in order:
             if side in line.cells:
                 continue  # it failed in an earlier repetition

@@ -1,10 +1,17 @@
-"""forkline_es: an event-sourced run-recording engine for durable executors and agent runtimes."""
+"""forkline_es: an event-sourced run-recording engine for durable executors and agent runtimes.
 
-from forkline_es import testing
+The recording path (``Store``, ``Run``, values, errors) is imported here; the heavier parts
+(replay, testing, the Forkline compatibility layer) load on first use of their names through
+the module ``__getattr__`` below, so ``import forkline_es`` stays cheap for a process that
+only records (issue 22: <= 0.08 s).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
 from forkline_es._version import __version__
-from forkline_es.artifacts import Manifest, MetricSummary, Problem, VerifyReport
-from forkline_es.compat.importer import ImportReport, import_forkline
-from forkline_es.compat.recorder import RunRecorder
 from forkline_es.errors import (
     Conflict,
     DeterminismViolation,
@@ -21,8 +28,6 @@ from forkline_es.errors import (
 from forkline_es.recording import MISSING, NOT_RECORDED, Partial, Run, Sensitive
 from forkline_es.records.plain import plain
 from forkline_es.redaction import RedactionPolicy, RedactionRule
-from forkline_es.replay import Divergence, Replayer, RunDiff, diff_documents, diff_runs
-from forkline_es.retention import Completion, Consumer, RetentionPolicy, RetentionReport
 from forkline_es.store import Store
 from forkline_es.values import (
     Duration,
@@ -32,6 +37,55 @@ from forkline_es.values import (
     decode_value,
     encode_value,
 )
+
+if TYPE_CHECKING:
+    from forkline_es import testing
+    from forkline_es.artifacts.manifest import Manifest
+    from forkline_es.artifacts.observations import MetricSummary
+    from forkline_es.artifacts.verify import Problem, VerifyReport
+    from forkline_es.compat.importer import ImportReport, import_forkline
+    from forkline_es.compat.recorder import RunRecorder
+    from forkline_es.replay import Divergence, Replayer, RunDiff, diff_documents, diff_runs
+    from forkline_es.retention.apply import RetentionReport
+    from forkline_es.retention.feed import Completion, Consumer
+    from forkline_es.retention.policy import RetentionPolicy
+
+#: Public names loaded on first use: name -> the module that defines it.
+_LAZY: Final[dict[str, str]] = {
+    "testing": "forkline_es.testing",
+    "ImportReport": "forkline_es.compat.importer",
+    "import_forkline": "forkline_es.compat.importer",
+    "RunRecorder": "forkline_es.compat.recorder",
+    "Divergence": "forkline_es.replay",
+    "Replayer": "forkline_es.replay",
+    "RunDiff": "forkline_es.replay",
+    "diff_documents": "forkline_es.replay",
+    "diff_runs": "forkline_es.replay",
+    "Manifest": "forkline_es.artifacts.manifest",
+    "MetricSummary": "forkline_es.artifacts.observations",
+    "Problem": "forkline_es.artifacts.verify",
+    "VerifyReport": "forkline_es.artifacts.verify",
+    "RetentionReport": "forkline_es.retention.apply",
+    "RetentionPolicy": "forkline_es.retention.policy",
+    "Completion": "forkline_es.retention.feed",
+    "Consumer": "forkline_es.retention.feed",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``fe.<name>`` for a lazily loaded public name (imported once, then cached here)."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'forkline_es' has no attribute {name!r}")
+    module = importlib.import_module(where)
+    value = module if name == "testing" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "MISSING",

@@ -10,24 +10,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import platform
-import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from forkline_es._logging import get_logger
 from forkline_es._version import __version__
 from forkline_es.artifacts import sql as artifact_sql
-from forkline_es.artifacts import verify
 from forkline_es.artifacts.anchors import read_anchors
 from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.projectors import projectors as artifact_projectors
-from forkline_es.artifacts.store import ArtifactFiles
-from forkline_es.artifacts.verify import VerifyReport
 from forkline_es.compat.views import ForklineViews, import_hint, written_by_forkline
 from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
 from forkline_es.log.backend import Backend, Cursor
@@ -36,18 +31,21 @@ from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
 from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
-from forkline_es.projections.check import check_projections
 from forkline_es.projections.runner import Projections, Projector
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
 from forkline_es.recording.state import RunState, check_labels, check_text
-from forkline_es.records import listing, operations
+from forkline_es.records.cache import DocumentCache
 from forkline_es.redaction import RedactionPolicy, checked_policy
-from forkline_es.retention import apply as retention
-from forkline_es.retention import feed
-from forkline_es.retention.policy import RetentionPolicy
 from forkline_es.values import is_digest, is_text, utc_now
+
+if TYPE_CHECKING:  # imported in the methods that use them: not on the recording path
+    from forkline_es.artifacts.store import ArtifactFiles
+    from forkline_es.artifacts.verify import VerifyReport
+    from forkline_es.retention import apply as retention
+    from forkline_es.retention import feed
+    from forkline_es.retention.policy import RetentionPolicy
 
 __all__ = ["Store", "extra_projectors"]
 
@@ -78,6 +76,9 @@ def _writes(method: F) -> F:
 
 def environment() -> dict[str, str]:
     """The environment snapshot recorded at run start (Forkline's, plus host and version)."""
+    import platform  # here, not at import: about 3 ms of ``import forkline_es`` (issue 22)
+    import socket
+
     return {
         "python_version": platform.python_version(),
         "platform": platform.platform(),
@@ -127,6 +128,8 @@ class Store:
         self.log = EventLog(backend)
         self._artifacts: str | None = None
         self.projections = Projections(self.log, extra_projectors())
+        #: Concluded runs' document texts, checked against the run's last position on each read.
+        self.documents = DocumentCache()
         self.redaction = redaction
         self.is_sensitive: IsSensitive | None = redaction.is_sensitive if redaction is not None else None
         #: The time each recorded row gets (canonical UTC text); ``_recorded_at`` overrides it.
@@ -361,7 +364,8 @@ class Store:
         return positions
 
     def _log_row(self, run_id: str, seq: int) -> LogRow | None:
-        rows = list(self.log.read_run_from(run_id, seq, limit=1))
+        with self.log.snapshot():  # another thread's group transaction is never read into
+            rows = list(self.log.read_run_from(run_id, seq, limit=1))
         return rows[0] if rows and rows[0].seq == seq else None
 
     # -- reading -----------------------------------------------------------------------------
@@ -385,6 +389,8 @@ class Store:
         ``labels``: every one must match. ``limit`` runs at most; ``before=RUN_ID`` continues
         after that run (keyset pages: runs started meanwhile never shift a page).
         """
+        from forkline_es.records import listing
+
         return listing.list_runs(
             self,
             workflow,
@@ -401,18 +407,26 @@ class Store:
         """The full id of the one run whose id starts with ``given`` (``given`` itself when a
         run has exactly that id, or none matches); several matches are ``invalid-request``
         naming them. What the CLI does with every run id it is given."""
+        from forkline_es.records import listing
+
         return listing.resolve_run_id(self, given)
 
     def get_run_record(self, run_id: str) -> dict[str, Any]:
         """The run record document (002), as one coherent snapshot."""
+        from forkline_es.records import operations
+
         return operations.get_run_record(self, run_id)
 
     def get_step_record(self, run_id: str, path: str) -> dict[str, Any]:
         """One step record of the current view, with its payload inventory."""
+        from forkline_es.records import operations
+
         return operations.get_step_record(self, run_id, path)
 
     def export_run_record(self, run_id: str) -> bytes:
         """Canonical JSON bytes of the run record document."""
+        from forkline_es.records import operations
+
         return operations.export_run_record(self, run_id)
 
     @_writes
@@ -426,6 +440,8 @@ class Store:
     def artifact_files(self) -> ArtifactFiles:
         """Artifact content: ``artifacts`` given to ``open``, else ``<db>.artifacts/`` beside
         the file (a temporary folder for ":memory:")."""
+        from forkline_es.artifacts.store import ArtifactFiles
+
         if self._artifacts is not None:
             return ArtifactFiles(Path(self._artifacts))
         beside = self.backend.artifacts_beside()
@@ -449,6 +465,8 @@ class Store:
         """Re-check the run's hash chain, payload values, artifact files and manifest, the
         store's triggers, (``projections``) its projections against a refold of its rows,
         and (``anchors``, as ``anchors()`` returned them earlier) its anchor; never repairs."""
+        from forkline_es.artifacts import verify
+
         return verify.verify_run(
             self, run_id, projections=projections, anchors=anchors, extra=extra_projectors
         )
@@ -462,6 +480,8 @@ class Store:
     ) -> list[VerifyReport]:
         """``verify_run`` for every run in the log, plus listed or anchored runs whose rows are
         all gone; a first report with ``run_id`` None holds the store's own problems, if any."""
+        from forkline_es.artifacts import verify
+
         return verify.verify_all(
             self, progress, projections=projections, anchors=anchors, extra=extra_projectors
         )
@@ -484,6 +504,8 @@ class Store:
         progress: Callable[[int, int], None] | None = None,
     ) -> retention.RetentionReport:
         """Evict and reduce completed runs as ``policy`` says; one transaction per run."""
+        from forkline_es.retention import apply as retention
+
         return retention.apply_retention(self, policy, now, dry_run, progress)
 
     @_writes
@@ -491,6 +513,8 @@ class Store:
         self, run_id: str, reason: str, policy: str | None = None, force: bool = False
     ) -> retention.EvictedRun:
         """Record the run's eviction, then delete its events, values and projection rows."""
+        from forkline_es.retention import apply as retention
+
         return retention.evict_run(self, run_id, reason, policy, force)
 
     @_writes
@@ -499,48 +523,90 @@ class Store:
     ) -> tuple[tuple[int, str], ...]:
         """Remove a completed run's payload values (of ``classes``; all when None)."""
         check_text(run_id, "run_id")
+        from forkline_es.retention.policy import RetentionPolicy
+
         wanted = RetentionPolicy(drop_payloads_after="0s", payload_classes=classes).payload_classes
+        from forkline_es.retention import apply as retention
+
         return retention.remove_payloads(self, run_id, wanted, "manual", reason)
 
     @_writes
     def purge_tombstones(self, older_than: timedelta | str, now: datetime | None = None) -> int:
         """Delete eviction records older than ``older_than``; then run-not-found is permitted."""
+        from forkline_es.retention import apply as retention
+
         return retention.purge_tombstones(self, older_than, now)
 
     def evictions(self) -> list[dict[str, Any]]:
         """The eviction records (tombstones) still kept."""
+        from forkline_es.retention import apply as retention
+
         return retention.evictions(self)
 
+    def stats(
+        self, retention_policy: RetentionPolicy | None = None, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """How big the store is and what fills it: database, free and WAL bytes, each table's
+        bytes, runs by status and workflow, events by kind, payload values and bytes by
+        class; with ``retention_policy``, what applying it now would free. Writes nothing."""
+        from forkline_es.records import stats
+        from forkline_es.retention import apply as retention
+
+        with self.log.snapshot() as cur:
+            figures = stats.collect(cur, self.log.dialect)
+        figures["wal_bytes"] = self.backend.wal_bytes()
+        figures["backend"] = self.log.dialect.name
+        if retention_policy is not None:
+            figures["retention"] = retention.would_free(self, retention_policy, now)
+        return figures
+
     @_writes
-    def gc(self, artifact_grace_seconds: float = 3600.0) -> retention.GcReport:
+    def gc(
+        self, artifact_grace_seconds: float = 3600.0, progress: Callable[[int, int], None] | None = None
+    ) -> retention.GcReport:
         """Give the pages freed by eviction back to the file system, and delete artifact
         files no retained run references and what killed processes left (staging files,
-        check copies), older than ``artifact_grace_seconds``."""
-        return retention.gc(self, artifact_grace_seconds)
+        check copies), older than ``artifact_grace_seconds``. ``progress`` hears (pages
+        given back, free pages at the start)."""
+        from forkline_es.retention import apply as retention
+
+        return retention.gc(self, artifact_grace_seconds, progress)
 
     @_writes
     def register_consumer(self, name: str, since: Literal["start", "now"] = "start") -> feed.Consumer:
         """A named checkpoint on the completion feed; protects unacknowledged runs from eviction."""
+        from forkline_es.retention import feed
+
         return feed.register_consumer(self, name, since)
 
     @_writes
     def unregister_consumer(self, name: str) -> bool:
+        from forkline_es.retention import feed
+
         return feed.unregister_consumer(self, name)
 
     def consumers(self) -> list[feed.Consumer]:
+        from forkline_es.retention import feed
+
         return feed.consumers(self)
 
     def completions(
         self, consumer: str | None = None, after: int = 0, limit: int = 100
     ) -> list[feed.Completion]:
         """Runs that concluded after the consumer's checkpoint (or ``after``), in log order."""
+        from forkline_es.retention import feed
+
         return feed.completions(self, consumer, after, limit)
 
     @_writes
     def acknowledge(self, consumer: str, position: int) -> feed.Consumer:
         """Move the consumer's checkpoint forward to ``position`` (a completion's position)."""
+        from forkline_es.retention import feed
+
         return feed.acknowledge(self, consumer, position)
 
     def check_projections(self, progress: Callable[[int, int], None] | None = None) -> list[str]:
         """Rebuild into a scratch copy and list each difference with the live projections."""
+        from forkline_es.projections.check import check_projections
+
         return check_projections(self.backend, extra_projectors, progress)

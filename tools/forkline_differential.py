@@ -1,12 +1,12 @@
 """Run the same Forkline 0.5.0 calls on ``forkline`` and on ``forkline_es.forkline``; compare.
 
-    pip install -e '.[bench]'        # brings forkline==0.5.0
+    pip install -e '.[dev]'          # brings forkline==0.5.0 (so does the bench extra)
     python tools/forkline_differential.py
 
 Prints each observation that differs. Exit status 0 when every difference is one
-docs/forkline.md documents (``DOCUMENTED`` below), 1 otherwise. This is how tests/forkline's
-expectations were checked against the real package; the test suite itself does not need
-forkline installed.
+docs/forkline.md documents (``DOCUMENTED`` below), 1 otherwise: the recording and redaction
+differences, listed. tests/forkline's differential tests (``test_differential*.py``,
+``test_cli.py``) compare the rest against the real package in CI.
 """
 
 from __future__ import annotations

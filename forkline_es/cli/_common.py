@@ -1,14 +1,17 @@
 """What every command shares: --db and --json, opening a store, rendering, exit codes.
 
-Exit status (api.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
+Exit status (docs/cli.md): 0 success, 1 a check found a difference or a mismatch, 2 a usage
 error or a refusal (its code is printed). A read command opens its database read-only
 (``open_read_only``): it never creates, migrates or changes one.
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,13 +21,15 @@ import click
 import msgspec
 
 from forkline_es.errors import RecordError, StoreDamaged, StoreError
-from forkline_es.log.opening import DRIVER_ERRORS, is_dsn, translate_driver_error
+from forkline_es.log.opening import driver_errors, is_dsn, translate_driver_error
 from forkline_es.store import Store
 
 __all__ = [
     "EXIT_DIFFERENCE",
     "EXIT_OK",
     "EXIT_REFUSED",
+    "NO_PAGER",
+    "Lines",
     "db_option",
     "echo_json",
     "fail",
@@ -34,6 +39,7 @@ __all__ = [
     "open_for_read",
     "open_for_write",
     "open_read_only",
+    "paged",
     "print_table",
     "refusals",
     "say",
@@ -63,6 +69,61 @@ def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")(f)
 
 
+class _Screen(io.StringIO):
+    """What a paged command prints, held until it ends; a terminal to whoever asks
+    (``isatty``), so rich and click still colour and size it as for the screen."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _write_paged(text: str) -> None:
+    """``text`` to the real stdout, through $PAGER (else ``less -R``) when it is longer
+    than the screen is high; the terminal's own size (or $LINES) decides."""
+    if text.count("\n") < shutil.get_terminal_size().lines - 1:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    # click: $PAGER, else less with LESS=-R; colours are kept only where the pager shows them
+    click.echo_via_pager(text, color=None)
+
+
+@contextmanager
+def _pager(enabled: bool) -> Iterator[None]:
+    """Hold a command's stdout and page it on a terminal; pass it through when piped or
+    ``--no-pager``. Output already held still reaches the screen if the command fails."""
+    if not enabled or not sys.stdout.isatty() or not sys.stdin.isatty():
+        yield
+        return
+    real, screen = sys.stdout, _Screen()
+    sys.stdout = screen
+    try:
+        yield
+    finally:
+        sys.stdout = real
+        _write_paged(screen.getvalue())
+
+
+def paged(f: F) -> F:
+    """A read command whose text output goes through a pager on a terminal (long output
+    only; never when piped); adds ``--no-pager``. ``forkline-es --no-pager CMD`` works too."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, no_pager: bool, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        # a stream (--ndjson) is read as it comes, never held for a pager
+        off = no_pager or bool(ctx.find_root().meta.get(NO_PAGER)) or bool(kwargs.get("ndjson"))
+        with _pager(not off):
+            return f(*args, **kwargs)
+
+    option = click.option("--no-pager", is_flag=True, help="Print straight to the terminal, without a pager.")
+    return option(wrapper)  # type: ignore[return-value]
+
+
+#: The root context's meta key ``forkline-es --no-pager`` sets.
+NO_PAGER: Final = "forkline_es.no_pager"
+
+
 def fail(message: str, code: int = EXIT_REFUSED) -> None:
     """Print ``error: message`` to stderr and exit with ``code``.
 
@@ -85,7 +146,7 @@ def refusals(damaged: int = EXIT_REFUSED) -> Iterator[None]:
         fail(str(e), damaged)
     except StoreError as e:
         fail(str(e))
-    except DRIVER_ERRORS as e:  # met outside the log's own transactions, which translate theirs
+    except driver_errors() as e:  # met outside the log's own transactions, which translate theirs
         error = translate_driver_error(e, "read")
         fail(str(error), damaged if isinstance(error, StoreDamaged) else EXIT_REFUSED)
 
@@ -210,12 +271,34 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+class Lines(str):
+    """A cell whose newlines are layout (indented JSON), kept as line breaks on a terminal;
+    every line is still made ``visible``, and piped the cell is one line like any other."""
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Lines):
+        return "\n".join(visible(line) for line in value.split("\n"))
+    return visible(_cell(value))
+
+
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    section: bool = False,
+    whole: Sequence[str] = (),
+) -> None:
     """A rich table on a terminal; tab-separated plain text when piped.
 
     Recorded text goes into the table as ``rich.text.Text``, never as markup: a workflow
     named ``[bold]`` or a reason with ``[link=...]`` is shown as written. Every cell and the
-    title are made ``visible`` first (``one_line`` when piped).
+    title are made ``visible`` first (``one_line`` when piped). A ``section`` of a command
+    that prints several tables is, piped, ``# title``, the header line, its rows and an
+    empty line, so a reader splits the output on empty lines into one table per section.
+    The ``whole`` columns (ids, statuses, short times) are never wrapped or cut on a
+    terminal; the others give way when the screen is narrow.
     """
     if sys.stdout.isatty():
         from rich.console import Console
@@ -223,19 +306,25 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         from rich.text import Text
 
         table = Table(title=None if title is None else Text(visible(title)))
-        for c in columns:
-            table.add_column(c)
+        for n, c in enumerate(columns):
+            if c in whole:
+                width = max((len(_shown(r[n])) for r in rows if n < len(r)), default=0)
+                table.add_column(c, no_wrap=True, min_width=max(width, len(c)))
+            else:
+                table.add_column(c, overflow="fold")  # wrapped, never cut
         coloured = [c in _COLOURED_COLUMNS for c in columns]
         for r in rows:
             cells = (
-                Text(
-                    visible(_cell(v)), style=_STATUS_STYLE.get(v, "") if paint and isinstance(v, str) else ""
-                )
+                Text(_shown(v), style=_STATUS_STYLE.get(v, "") if paint and isinstance(v, str) else "")
                 for v, paint in zip(r, coloured, strict=False)
             )
             table.add_row(*cells)
         Console().print(table)  # rich honours NO_COLOR
         return
+    if section:
+        click.echo(f"# {one_line(title or '')}")
     click.echo("\t".join(columns))
     for r in rows:
         click.echo("\t".join(one_line(_cell(v)) for v in r))
+    if section:
+        click.echo()

@@ -8,16 +8,29 @@ from typing import Final
 import click
 
 from forkline_es import __version__
-from forkline_es.cli import compat, copying, demo, records, replay, retention, verify
+from forkline_es.cli import (
+    compat,
+    copying,
+    demo,
+    forkline,
+    records,
+    replay,
+    retention,
+    serve,
+    stats,
+    verify,
+)
+from forkline_es.cli._common import NO_PAGER
 
 __all__ = ["SECTIONS", "main", "summary"]
 
 #: How ``forkline-es --help`` groups the commands, in this order; others go under "Other".
 SECTIONS: Final[dict[str, tuple[str, ...]]] = {
-    "Record": ("demo", "import-forkline"),
+    "Record": ("demo", "import-forkline", "forkline"),
     "Inspect": ("runs", "show", "step", "log", "export"),
+    "Browse": ("serve",),
     "Compare and check": ("diff", "verify", "anchors"),
-    "Maintain": ("rebuild", "retention", "evict", "gc", "copy"),
+    "Maintain": ("stats", "rebuild", "retention", "evict", "gc", "copy"),
 }
 
 
@@ -61,15 +74,18 @@ class SectionedGroup(click.Group):
     help="The database for every subcommand: a SQLite file or a postgresql:// URL (each "
     "also takes --db; default $FORKLINE_ES_DB, else runs.db).",
 )
+@click.option("--no-pager", is_flag=True, help="Never page long output (a terminal pages it by default).")
 @click.pass_context
-def main(ctx: click.Context, db: str | None) -> None:
+def main(ctx: click.Context, db: str | None, no_pager: bool) -> None:
     """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log.
 
     Every command takes --db PATH or a postgresql:// URL (default $FORKLINE_ES_DB, else
-    runs.db), before or after its name; read
-    commands take --json. Exit status: 0 success, 1 a check found a difference or a
-    mismatch, 2 a usage error or a refusal (its code is printed).
+    runs.db), before or after its name; read commands take --json. On a terminal, output
+    longer than the screen goes through $PAGER (else less -R); --no-pager prints it
+    straight, and piped output is never paged. Exit status: 0 success, 1 a check found a
+    difference or a mismatch, 2 a usage error or a refusal (its code is printed).
     """
+    ctx.meta[NO_PAGER] = no_pager
     if db is not None:
         ctx.default_map = _db_defaults(main, db)
 
@@ -85,6 +101,6 @@ def _db_defaults(group: click.Group, db: str) -> dict[str, object]:
     return defaults
 
 
-for _module in (demo, compat, records, retention, replay, verify, copying):
+for _module in (demo, compat, records, retention, replay, verify, copying, stats, serve, forkline):
     for _command in _module.COMMANDS:
         main.add_command(_command)

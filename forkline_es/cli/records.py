@@ -1,7 +1,7 @@
 """`forkline-es runs | show | step | log | rebuild`: read the run records, refold the projections.
 
 Each command opens the store, calls one library operation and renders it: rich tables on a
-terminal, tab-separated text when piped, ``--json`` for machines. Exit status per api.md.
+terminal, tab-separated text when piped, ``--json`` for machines. Exit status as docs/cli.md says.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -16,6 +17,7 @@ import msgspec
 
 from forkline_es.cli._common import (
     EXIT_DIFFERENCE,
+    Lines,
     db_option,
     echo_json,
     json_option,
@@ -23,12 +25,14 @@ from forkline_es.cli._common import (
     one_line,
     open_for_read,
     open_read_only,
+    paged,
     print_table,
     refusals,
     say,
     visible,
 )
 from forkline_es.compat.views import run_events
+from forkline_es.records import when
 from forkline_es.records.operations import log_events
 from forkline_es.records.plain import plain_value
 from forkline_es.records.timeline import timeline
@@ -53,7 +57,11 @@ _ENTRY_DETAIL = (
 )
 
 
-def _slots(payloads: dict[str, Any]) -> str:
+def _slots(payloads: dict[str, Any], short: bool = False) -> str:
+    """A step's payload inventory: ``arguments=present, ...``; ``short`` (a terminal) names
+    a present slot alone and another by its state (``arguments:withheld``)."""
+    if short:
+        return ", ".join(n if v["state"] == "present" else f"{n}:{v['state']}" for n, v in payloads.items())
     return ", ".join(f"{name}={slot['state']}" for name, slot in payloads.items())
 
 
@@ -129,6 +137,7 @@ def _labels_text(labels: dict[str, str] | None) -> str:
 )
 @db_option
 @json_option
+@paged
 def runs(
     workflow: str | None,
     statuses: tuple[str, ...],
@@ -169,29 +178,68 @@ def runs(
     listed = listed[:limit]
     if as_json:
         echo_json(listed)
+    elif terminal:
+        _print_runs_for_a_person(listed)
     else:
-        columns = ("id", "workflow", "status", "started_at", "parent", "labels", "name")
-        print_table("runs", columns, [_row(s, terminal) for s in listed])
+        columns = (
+            "id",
+            "workflow",
+            "status",
+            "started_at",
+            "updated_at",
+            "ended_at",
+            "parent",
+            "labels",
+            "name",
+        )
+        print_table("runs", columns, [_row(s) for s in listed])
     if more:
         say(f"more runs: add --before {listed[-1]['id']} for the next page", err=True)
 
 
-def _row(summary: dict[str, Any], terminal: bool) -> list[Any]:
-    """A run's table row; on a terminal ids are cut to ``SHORT_ID`` characters, which every
-    command still takes (a unique prefix names its run)."""
-    rid, parent = summary["id"], summary["parent"]
-    if terminal:
-        rid, parent = rid[:SHORT_ID], parent and parent[:SHORT_ID]
-    labels = _labels_text(summary.get("x-labels"))
+def _row(summary: dict[str, Any]) -> list[Any]:
+    """A run's row of the piped table: full timestamps and ids."""
     return [
-        rid,
+        summary["id"],
         summary["workflow"],
         summary["status"],
         summary["started_at"],
-        parent,
-        labels,
+        summary.get("x-updated-at"),
+        summary.get("x-ended-at"),
+        summary["parent"],
+        _labels_text(summary.get("x-labels")),
         summary.get("name"),
     ]
+
+
+def _print_runs_for_a_person(listed: list[dict[str, Any]]) -> None:
+    """The terminal table, fitted to 80 columns: ids cut to ``SHORT_ID`` characters (every
+    command still takes them: a unique prefix names its run), when it started relative to
+    now, how long it took (or, still going, how long ago it was last active), and a child
+    run's parent beside its name (``↳ parent``); labels only when some run has them."""
+    now = datetime.now(UTC)
+    labelled = any(s.get("x-labels") for s in listed)
+    columns = ["id", "workflow", "status", "started", "activity", *(["labels"] if labelled else []), "name"]
+    rows = []
+    for s in listed:
+        ended = s.get("x-ended-at")
+        if ended:
+            activity = f"took {when.between(s['started_at'], ended)}"
+        else:
+            activity = f"last {when.ago(s.get('x-updated-at'), now)}"
+        name = s.get("name") or ""
+        if s["parent"]:
+            name = f"{name} ↳ {s['parent'][:SHORT_ID]}".strip()
+        row = [s["id"][:SHORT_ID], s["workflow"], s["status"], when.ago(s["started_at"], now), activity]
+        rows.append([*row, *([_labels_text(s.get("x-labels"))] if labelled else []), name])
+    whole = ["id", "status", "started", "activity"]
+    if max((len(s["workflow"]) for s in listed), default=0) <= _SHORT_WORKFLOW:
+        whole.append("workflow")  # short names whole; long ones wrap rather than push past 80
+    print_table("runs", columns, rows, whole=whole)
+
+
+#: The longest workflow identity a terminal listing keeps on one line.
+_SHORT_WORKFLOW = 16
 
 
 def _stream(
@@ -213,13 +261,18 @@ def _stream(
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--timeline", "as_timeline", is_flag=True, help="Draw entries by step, attempt and generation.")
+@click.option(
+    "--typed", is_flag=True, help="Show payload values in their typed wire form, not as plain JSON."
+)
 @db_option
 @json_option
-def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
+@paged
+def show(run_id: str, as_timeline: bool, typed: bool, db: str, as_json: bool) -> None:
     """Show RUN's run record document, and as text its RunRecorder events.
 
-    Text: summary, steps, payloads and entries, then the events a RunRecorder logged (they are
-    not entries of the document). --json prints the document alone.
+    Text: summary, the run's payload values (plain JSON; --typed: the wire form), steps and
+    entries, then the events a RunRecorder logged (they are not entries of the document).
+    --json prints the document alone; `step RUN PATH` shows a step's values.
     """
     with open_read_only(db) as store, refusals(), store.log.snapshot():
         run_id = store.resolve_run_id(run_id)
@@ -231,34 +284,119 @@ def show(run_id: str, as_timeline: bool, db: str, as_json: bool) -> None:
         return echo_json(doc)
     if as_timeline:
         return _print_timeline(doc)
-    print_table(f"run {run_id}", ("member", "value"), sorted(doc["run"].items()))
+    terminal = sys.stdout.isatty()
+    run = doc["run"]
+    origin = run["started_at"]
+    facts = _run_facts(run) if terminal else [(k, _member_text(k, v)) for k, v in sorted(run.items())]
+    print_table(f"run {run_id}", ("member", "value"), facts, section=True)
     print_table(
         "run payloads",
-        ("slot", "class", "state"),
-        [(k, v["class"], v["state"]) for k, v in doc["payloads"].items()],
+        ("slot", "class", "state", "value"),
+        [(k, v["class"], v["state"], _value_text(v, typed)) for k, v in doc["payloads"].items()],
+        section=True,
     )
     began = _began(doc)
-    steps = [
-        (p, s["generation"], s["status"], s.get("outcome"), s.get("code"), _slots(s["payloads"]))
-        for p, s in sorted(doc["steps"].items(), key=lambda item: began.get(item[0], 0))
-    ]
-    print_table("steps", ("path", "generation", "status", "outcome", "code", "payloads"), steps)
-    entries = [(e["seq"], e["generation"], e["kind"], _detail(e)) for e in doc.get("entries", [])]
-    print_table("entries", ("seq", "generation", "kind", "detail"), entries)
+    ordered = sorted(doc["steps"].items(), key=lambda item: began.get(item[0], 0))
+    if terminal:
+        step_columns: tuple[str, ...] = (
+            "path",
+            "gen",
+            "status",
+            "outcome",
+            "code",
+            "began",
+            "took",
+            "payloads",
+        )
+        steps = [
+            (
+                p,
+                s["generation"],
+                s["status"],
+                s.get("outcome"),
+                s.get("code"),
+                when.offset(s.get("x-started-at"), origin),
+                when.between(s.get("x-started-at"), s.get("x-ended-at")),
+                _slots(s["payloads"], short=True),
+            )
+            for p, s in ordered
+        ]
+    else:
+        step_columns = (
+            "path",
+            "generation",
+            "status",
+            "outcome",
+            "code",
+            "started_at",
+            "ended_at",
+            "payloads",
+        )
+        steps = [
+            (
+                p,
+                s["generation"],
+                s["status"],
+                s.get("outcome"),
+                s.get("code"),
+                s.get("x-started-at"),
+                s.get("x-ended-at"),
+                _slots(s["payloads"]),
+            )
+            for p, s in ordered
+        ]
+    whole = ("gen", "status", "outcome", "began", "took") if terminal else ()
+    print_table("steps", step_columns, steps, section=True, whole=whole)
+    at = (lambda e: when.offset(e.get("x-at"), origin)) if terminal else (lambda e: e.get("x-at"))
+    entries = [(e["seq"], e["generation"], at(e), e["kind"], _detail(e)) for e in doc.get("entries", [])]
+    print_table(
+        "entries", ("seq", "gen" if terminal else "generation", "at", "kind", "detail"), entries, section=True
+    )
     if events:  # payload: canonical JSON as stored, empty once retention removed it
         logged = [(event_id, ts, kind, payload) for event_id, _, ts, kind, payload in events]
-        print_table("events", ("event_id", "ts", "type", "payload"), logged)
+        print_table("events", ("event_id", "ts", "type", "payload"), logged, section=True)
     if "x-artifacts" in doc:  # artifacts, manifest and metrics (docs/verify.md)
         columns = ("name", "kind", "size_bytes", "sha256", "content_type", "step", "path")
-        print_table("artifacts", columns, [[a.get(c) for c in columns] for a in doc["x-artifacts"]])
+        rows = [[a.get(c) for c in columns] for a in doc["x-artifacts"]]
+        print_table("artifacts", columns, rows, section=True)
     if "x-manifest" in doc:
         manifest = doc["x-manifest"]
         facts = [("digest", manifest["digest"]), ("complete", manifest["complete"])]
         facts.append(("unknown_fields", ", ".join(manifest["unknown_fields"]) or "-"))
-        print_table("manifest", ("member", "value"), facts)
+        print_table("manifest", ("member", "value"), facts, section=True)
     if "x-observations" in doc:
         metrics = ("name", "value", "unit", "step")
-        print_table("observations", metrics, [[o.get(c) for c in metrics] for o in doc["x-observations"]])
+        rows = [[o.get(c) for c in metrics] for o in doc["x-observations"]]
+        print_table("observations", metrics, rows, section=True)
+
+
+def _member_text(name: str, value: Any) -> Any:
+    """A run member for a table: labels as ``name=value,...`` rather than a Python dict."""
+    return _labels_text(value) if name == "x-labels" else value
+
+
+#: The run summary's time members, which a terminal shows relative to now.
+_RUN_TIMES = ("started_at", "x-updated-at", "x-ended-at")
+
+
+def _run_facts(run: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The run summary for a person: when it started, was last active and ended, relative
+    to now, and how long it took (or has been running)."""
+    now = datetime.now(UTC)
+    facts: list[tuple[str, Any]] = [
+        (k.removeprefix("x-"), _labels_text(v) if k == "x-labels" else v)
+        for k, v in sorted(run.items())
+        if k not in _RUN_TIMES
+    ]
+    started, ended = run["started_at"], run.get("x-ended-at")
+    facts.append(("started", f"{when.ago(started, now)} ({started})"))
+    facts.append(("last activity", when.ago(run.get("x-updated-at"), now)))
+    if ended:
+        facts.append(("ended", when.ago(ended, now)))
+        facts.append(("took", when.between(started, ended)))
+    else:
+        facts.append(("running for", when.elapsed(started, now)))
+    return facts
 
 
 def _began(doc: dict[str, Any]) -> dict[str, int]:
@@ -273,8 +411,9 @@ def _began(doc: dict[str, Any]) -> dict[str, int]:
 
 def _print_timeline(doc: dict[str, Any]) -> None:
     """Superseded entries dimmed and recoveries bold on a terminal; plain text when piped."""
-    lines = timeline(doc)
-    if not sys.stdout.isatty():
+    terminal = sys.stdout.isatty()
+    lines = timeline(doc, datetime.now(UTC) if terminal else None)
+    if not terminal:
         for line in lines:
             click.echo(one_line(line.text))  # a reason with a newline stays one line
         return
@@ -295,6 +434,7 @@ def _print_timeline(doc: dict[str, Any]) -> None:
 )
 @db_option
 @json_option
+@paged
 def step(run_id: str, path: str, typed: bool, db: str, as_json: bool) -> None:
     """Show the step record at PATH in RUN, its payloads and every attempt of the step in order.
 
@@ -306,23 +446,35 @@ def step(run_id: str, path: str, typed: bool, db: str, as_json: bool) -> None:
         entries = [] if as_json else store.get_run_record(rid)["entries"]
     if as_json:
         return echo_json(record)
-    members = ("path", "generation", "status", "outcome", "code", "branch", "x-started-at", "x-ended-at")
-    facts = [(k.removeprefix("x-"), record[k]) for k in (*members, "x-attempts") if k in record]
-    print_table(f"step {path}", ("member", "value"), facts)
+    terminal = sys.stdout.isatty()
+    members = ("path", "generation", "status", "outcome", "code", "branch")
+    facts = [(k, record[k]) for k in members if k in record]
+    started, ended = record.get("x-started-at"), record.get("x-ended-at")
+    if terminal:
+        now = datetime.now(UTC)
+        facts += [("started", f"{when.ago(started, now)} ({started})")] if started else []
+        facts += [("ended", when.ago(ended, now)), ("took", when.between(started, ended))] if ended else []
+    else:
+        facts += [
+            (k, record[x])
+            for k, x in (("started_at", "x-started-at"), ("ended_at", "x-ended-at"))
+            if x in record
+        ]
+    facts += [("attempts", record["x-attempts"])] if "x-attempts" in record else []
+    print_table(f"step {path}", ("member", "value"), facts, section=True)
     slots = [(k, v["class"], v["state"], _value_text(v, typed)) for k, v in record["payloads"].items()]
-    print_table("payloads", ("slot", "class", "state", "value"), slots)
-    columns = (
-        "attempt",
-        "gen",
-        "dispatch",
-        "code",
-        "arguments",
-        "result",
-        "invoked",
-        "answered",
-        "superseded",
-    )
-    print_table("attempts", columns, _attempts(entries, path, typed))
+    print_table("payloads", ("slot", "class", "state", "value"), slots, section=True)
+    rows = _attempts(entries, path, typed, started if terminal else None)
+    if not terminal:
+        piped = ("attempt", "gen", "dispatch", "code", "arguments", "result", "invoked_at", "answered_at")
+        print_table("attempts", (*piped, "superseded"), rows, section=True)
+        return
+    # a terminal: the attempts' facts in one table, their values (wide) in the next
+    brief = [[*r[:4], *r[6:]] for r in rows]
+    columns = ("attempt", "gen", "dispatch", "code", "invoked", "took", "superseded")
+    print_table("attempts", columns, brief, whole=("attempt", "gen", "dispatch", "invoked", "took"))
+    values = [(r[0], r[1], slot, v) for r in rows for slot, v in (("arguments", r[4]), ("result", r[5])) if v]
+    print_table("attempt values", ("attempt", "gen", "slot", "value"), values)
 
 
 def _value_text(slot: dict[str, Any], typed: bool) -> str:
@@ -331,11 +483,17 @@ def _value_text(slot: dict[str, Any], typed: bool) -> str:
     if "value" not in slot:
         return ""
     data = _line.encode(slot["value"] if typed else plain_value(slot["value"]))
-    return (msgspec.json.format(data, indent=2) if sys.stdout.isatty() else data).decode()
+    if sys.stdout.isatty():
+        return Lines(msgspec.json.format(data, indent=2).decode())
+    return data.decode()
 
 
-def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[list[Any]]:
-    """One row per invoke at ``path`` in seq order, with its result when there is one."""
+def _attempts(entries: list[dict[str, Any]], path: str, typed: bool, origin: str | None) -> list[list[Any]]:
+    """One row per invoke at ``path`` in seq order, with its result when there is one.
+
+    With ``origin`` (the step's start, on a terminal) the times are when the attempt was
+    invoked relative to it and how long it took to answer; else both full timestamps.
+    """
     superseded = {n: e["seq"] for e in entries if e["kind"] == "recovery" for n in e["supersedes"]}
     results = {
         (e["attempt"], e["generation"]): e for e in entries if e["kind"] == "result" and e["path"] == path
@@ -346,6 +504,9 @@ def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[lis
             continue
         r = results.get((e["attempt"], e["generation"]), {})
         gone = superseded.get(e["seq"])
+        invoked, answered = e.get("x-at"), r.get("x-at")
+        if origin is not None:
+            invoked, answered = when.offset(invoked, origin), when.between(invoked, answered)
         rows.append(
             [
                 e["attempt"],
@@ -354,8 +515,8 @@ def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[lis
                 r.get("code"),
                 _value_text((e.get("payloads") or {}).get("arguments", {}), typed),
                 _value_text((r.get("payloads") or {}).get("result", {}), typed),
-                e.get("x-at"),
-                r.get("x-at"),
+                invoked,
+                answered,
                 "" if gone is None else f"by entry {gone}",
             ]
         )
@@ -366,6 +527,7 @@ def _attempts(entries: list[dict[str, Any]], path: str, typed: bool) -> list[lis
 @click.argument("run_id", metavar="RUN")
 @db_option
 @json_option
+@paged
 def log_(run_id: str, db: str, as_json: bool) -> None:
     """Print RUN's raw log events in order (payload values stay in the payload table)."""
     with open_read_only(db) as store, refusals():
@@ -383,13 +545,16 @@ def log_(run_id: str, db: str, as_json: bool) -> None:
 @json_option
 def rebuild(check: bool, db: str, as_json: bool) -> None:
     """Drop and refold every projection from the log (--check: compare only, exit 1 on a difference)."""
+    # the summary is printed once the progress bar is gone, on a line of its own
     with open_for_read(db) as store, refusals(), _progress_bar() as progress:
         if not check:
             folded = store.rebuild_projections(progress)
-            if as_json:
-                return echo_json({"rebuilt": True, "events": folded})
-            return click.echo(f"rebuilt every projection from {folded} events")
-        differences = store.check_projections(progress)
+        else:
+            differences = store.check_projections(progress)
+    if not check:
+        if as_json:
+            return echo_json({"rebuilt": True, "events": folded})
+        return click.echo(f"rebuilt every projection from {folded} events")
     if as_json:
         echo_json({"equal": not differences, "differences": differences})
     else:

@@ -15,6 +15,7 @@ from forkline_es.cli._common import (
     json_option,
     json_text,
     open_read_only,
+    paged,
     refusals,
     say,
 )
@@ -84,6 +85,7 @@ def _render(diff: RunDiff, show_all: bool) -> None:
 )
 @db_option
 @json_option
+@paged
 def diff(
     runs: tuple[str, ...],
     baseline: str | None,

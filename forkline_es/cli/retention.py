@@ -17,6 +17,8 @@ from forkline_es.cli._common import (
     refusals,
     say,
 )
+from forkline_es.cli.stats import size_text
+from forkline_es.retention.apply import GcReport
 from forkline_es.retention.policy import PAYLOAD_CLASSES, RetentionPolicy
 
 __all__ = ["COMMANDS"]
@@ -135,20 +137,44 @@ def gc(db: str, as_json: bool) -> None:
     """Give the space freed by eviction back to the file system (incremental vacuum, WAL truncate).
 
     Once it completes, no removed or evicted value is left in the database or its WAL
-    (docs/retention.md); what it could not do now, and why, is printed as "not done".
+    (docs/retention.md); what it could not do now, and why, is printed as "not done". On
+    a terminal a progress bar follows the vacuum; the last line says what was freed.
     """
     store = open_for_read(db)
-    with store, refusals():
-        report = store.gc()
+    with store, refusals(), _progress_bar("gc", sys.stderr.isatty() and not as_json) as progress:
+        report = store.gc(progress=progress)
     if as_json:
         echo_json(report.to_dict())
         return
     click.echo(
         f"pages {report.pages_before} -> {report.pages_after} ({report.page_size} bytes each); "
-        f"file {report.file_bytes_before} -> {report.file_bytes_after} bytes"
+        f"file {_bytes(report.file_bytes_before)} -> {_bytes(report.file_bytes_after)}"
     )
     for why in report.not_done:
         click.echo(f"not done: {why}", err=True)
+    click.echo(_freed(report))
+
+
+def _bytes(n: int | None) -> str:
+    return "unknown" if n is None else size_text(n)
+
+
+def _freed(report: GcReport) -> str:
+    """One line: what gc gave back, in bytes a person reads."""
+    before, after = report.file_bytes_before, report.file_bytes_after
+    pages = max(report.pages_before - report.pages_after, 0)
+    given = pages * report.page_size if before is None or after is None else max(before - after, 0)
+    parts = [f"freed {size_text(given)} of the database ({pages} pages)"]
+    if report.artifact_files_removed:
+        parts.append(
+            f"{report.artifact_files_removed} artifact files ({size_text(report.artifact_bytes_removed)})"
+        )
+    if report.leftover_files_removed:
+        parts.append(
+            f"{report.leftover_files_removed} leftover files ({size_text(report.leftover_bytes_removed)})"
+        )
+    tail = "complete" if report.complete else "incomplete: see not done"
+    return ", ".join(parts) + f"; {tail}"
 
 
 COMMANDS: list[click.Command] = [retention, evict, gc]

@@ -62,6 +62,27 @@ class Dialect(Protocol):
         """A query: ``(run_id, seq, digest)`` of each run's last row, in ``run_id`` order."""
         ...
 
+    @property
+    def table_sizes(self) -> str:
+        """A query: ``(table, bytes)`` for each table of the database, its indexes included."""
+        ...
+
+    @property
+    def database_size(self) -> str:
+        """A query: one row, the database's size in bytes (for SQLite its pages in use or
+        free, without the WAL)."""
+        ...
+
+    @property
+    def free_space(self) -> str:
+        """A query: one row, the bytes of free pages the database holds for reuse (SQLite's
+        freelist, which ``gc`` gives back), or NULL where the server manages it."""
+        ...
+
+    def byte_length(self, column: str) -> str:
+        """An SQL expression: the UTF-8 length in bytes of the text in ``column``."""
+        ...
+
     def each(self, alias: str, of: str = "int") -> str:
         """A table expression, one ``?`` parameter (``array``'s value), column ``value``:
         the members of a list of ints (``of="int"``) or texts (``of="text"``)."""
@@ -194,7 +215,12 @@ class Backend(Protocol):
         """The log's triggers gone, altered or added, against what its schema version made."""
         ...
 
-    def reclaim(self) -> Reclaimed:
+    def wal_bytes(self) -> int | None:
+        """The write-ahead log's size now: SQLite's ``-wal`` file; PostgreSQL's WAL (the
+        server's, shared by its databases), None when this role may not read it."""
+        ...
+
+    def reclaim(self, progress: Callable[[int, int], None] | None = None) -> Reclaimed:
         """Give the space freed by eviction back (gc), in short steps appends can pass."""
         ...
 

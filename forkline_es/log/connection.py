@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
@@ -326,6 +325,8 @@ def _connect_read_only(path: str) -> Connection:
         return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     wal = path + "-wal"
     if not os.path.exists(wal) or os.path.getsize(wal) == 0:
+        import urllib.request  # about 5 ms (ssl, http): only for this rare case
+
         uri = "file:" + urllib.request.pathname2url(os.path.abspath(path)) + "?immutable=1"
         return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY, vfs=frozen.register())

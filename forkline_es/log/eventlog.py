@@ -3,8 +3,9 @@
 ``EventLog`` is what the packages above ask the log: one run's rows, the log in position
 order up to the horizon, payload values, eviction records. Its statements are portable;
 what differs (a list of positions as a parameter, the end of the log) is the backend's
-dialect. Writes go straight to the backend: ``append``, ``transaction`` and ``snapshot``
-are the backend's own bound methods, so the hot path pays no extra call.
+dialect. Writes go to the backend: ``transaction`` and ``snapshot`` are its own bound
+methods; ``append`` goes through the group commit (``log.group``), so that threads
+appending at once share a transaction.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.group import GroupCommit
 from forkline_es.log.rows import LOG_COLUMNS, LogRow
 from forkline_es.log.schema import payload_ids
 
@@ -29,7 +31,8 @@ class EventLog:
         self.backend = backend
         self.dialect = backend.dialect
         self.read_only = backend.read_only
-        self.append = backend.append
+        self.group = GroupCommit(backend)
+        self.append = self.group.append
         self.transaction = backend.transaction
         self.snapshot = backend.snapshot
         self.refuse_write = backend.refuse_write

@@ -9,7 +9,7 @@ anything else a SQLite file path or ``":memory:"``. Everything above receives a
 from __future__ import annotations
 
 import os
-from typing import Final
+import sys
 
 from forkline_es.errors import ForklineError, StoreError
 from forkline_es.log.backend import Backend
@@ -17,7 +17,7 @@ from forkline_es.log.connection import Durability
 from forkline_es.log.sqlite import SqliteBackend, open_sqlite
 from forkline_es.log.sqlite import translate as translate_sqlite
 
-__all__ = ["DRIVER_ERRORS", "is_dsn", "open_backend", "translate_driver_error"]
+__all__ = ["driver_errors", "is_dsn", "open_backend", "translate_driver_error"]
 
 
 def is_dsn(location: str | os.PathLike[str]) -> bool:
@@ -25,16 +25,14 @@ def is_dsn(location: str | os.PathLike[str]) -> bool:
     return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
-def _postgres_errors() -> tuple[type[BaseException], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    return (psycopg.Error,)
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """Every loaded backend's driver exception classes: what may escape a read outside a transaction.
 
-
-#: Every backend's driver exception classes: what may escape a read outside a transaction.
-DRIVER_ERRORS: Final[tuple[type[BaseException], ...]] = SqliteBackend.errors + _postgres_errors()
+    psycopg counts only once imported (opening a PostgreSQL store imports it): no psycopg
+    error can be raised before, and importing it eagerly cost ``import forkline_es`` 35 ms.
+    """
+    psycopg = sys.modules.get("psycopg")
+    return SqliteBackend.errors + ((psycopg.Error,) if psycopg is not None else ())
 
 
 def open_backend(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -27,6 +28,7 @@ from forkline_es.errors import Conflict, ForklineError, RunNotRetained, StoreDam
 from forkline_es.log.backend import Backend, Cursor, Reclaimed
 from forkline_es.log.checkpoint import truncate
 from forkline_es.log.connection import Connection, Durability, open_connection, open_read_only
+from forkline_es.log.group import Batch, Outcome
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import END_OF_LOG, EVICTED_RUN_REFUSED, SLOTS_PER_EVENT
 from forkline_es.log.scratch import new_check_copy, remove_check_copy, sweep_check_copies
@@ -59,6 +61,19 @@ class SqliteDialect:
         r"\b(CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+(?:TABLE|VIEW|INDEX))\s+(IF\s+(?:NOT\s+)?EXISTS\s+)?(\w+)\b",
         re.IGNORECASE,
     )
+
+    # dbstat (the pages of every b-tree), indexes counted with their table
+    table_sizes = (
+        "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat AS d "
+        "LEFT JOIN sqlite_schema AS s ON s.name = d.name GROUP BY 1"
+    )
+    database_size = "SELECT c.page_count * s.page_size FROM pragma_page_count() AS c, pragma_page_size() AS s"
+    free_space = (
+        "SELECT f.freelist_count * s.page_size FROM pragma_freelist_count() AS f, pragma_page_size() AS s"
+    )
+
+    def byte_length(self, column: str) -> str:
+        return f"length(CAST({column} AS BLOB))"
 
     def each(self, alias: str, of: str = "int") -> str:
         return f"json_each(?) AS {alias}"
@@ -150,6 +165,9 @@ class SqliteBackend:
         #: Opened read-only (``connection.open_read_only``): every write is refused here,
         #: before SQLite would refuse it.
         self.read_only: bool = bool(conn.readonly("main"))
+        #: Held for each transaction: threads share the one connection (group commit,
+        #: ``log.group``), and a statement of another thread must never run inside ours.
+        self._lock = threading.RLock()
 
     translate = staticmethod(translate)
 
@@ -173,9 +191,13 @@ class SqliteBackend:
         return self.conn
 
     def cursor(self) -> Cursor:
-        """A cursor outside any transaction: each statement reads its own snapshot."""
-        cur: Cursor = self.connection().cursor()
-        return cur
+        """A cursor outside any transaction: each statement reads its own snapshot.
+
+        Each statement runs under the backend's lock and is fetched whole before the lock is
+        let go, so that it never runs inside another thread's open transaction (apsw would
+        refuse it, or it would read rows that may still roll back).
+        """
+        return _LockedCursor(self)
 
     def close(self) -> None:
         self.conn.close()
@@ -196,21 +218,58 @@ class SqliteBackend:
         """
         if self.read_only:
             self.refuse_write("append")
-        cur = self.connection().cursor()
-        try:
-            cur.execute("BEGIN IMMEDIATE")
-        except apsw.Error as e:
-            raise translate(e, "append") from None
-        try:
-            positions = self._insert(cur, rows)
-            result = then(cur, positions) if then is not None else None
-            cur.execute("COMMIT")
-        except BaseException as e:
-            self._rollback(cur)
-            if isinstance(e, apsw.Error):
+        with self._lock:
+            cur = self.connection().cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except apsw.Error as e:
                 raise translate(e, "append") from None
-            raise
+            try:
+                positions = self._insert(cur, rows)
+                result = then(cur, positions) if then is not None else None
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, "append") from None
+                raise
         return positions, result
+
+    def append_group(self, batches: Sequence[Batch]) -> list[Outcome]:
+        """Several callers' batches in one transaction, each in its own savepoint (``log.group``).
+
+        A batch that fails rolls back to its savepoint and its error is its outcome; the
+        others commit. A failure of BEGIN or COMMIT raises: no batch was kept.
+        """
+        if self.read_only:
+            self.refuse_write("append")
+        out: list[Outcome] = []
+        with self._lock:
+            cur = self.connection().cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except apsw.Error as e:
+                raise translate(e, "append") from None
+            try:
+                for rows, then in batches:
+                    cur.execute("SAVEPOINT caller")
+                    try:
+                        positions = self._insert(cur, rows)
+                        result = then(cur, positions) if then is not None else None
+                        cur.execute("RELEASE caller")
+                    except Exception as e:
+                        cur.execute("ROLLBACK TO caller")
+                        cur.execute("RELEASE caller")
+                        out.append(translate(e, "append") if isinstance(e, apsw.Error) else e)
+                    else:
+                        out.append((positions, result))
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, "append") from None
+                raise
+        return out
 
     def _insert(self, cur: Any, rows: Sequence[NewRow]) -> list[int]:
         """Each row takes ``END_OF_LOG + 1`` under the write lock; its position is the rowid."""
@@ -253,19 +312,20 @@ class SqliteBackend:
         """A write transaction for the rare paths (retention, rebuild, gc): BEGIN IMMEDIATE."""
         if self.read_only:
             self.refuse_write(what)
-        cur = self.connection().cursor()
-        try:
-            cur.execute("BEGIN IMMEDIATE")
-        except apsw.Error as e:
-            raise translate(e, what, maintenance=maintenance) from None
-        try:
-            yield cur
-            cur.execute("COMMIT")
-        except BaseException as e:
-            self._rollback(cur)
-            if isinstance(e, apsw.Error):
+        with self._lock:
+            cur = self.connection().cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+            except apsw.Error as e:
                 raise translate(e, what, maintenance=maintenance) from None
-            raise
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, what, maintenance=maintenance) from None
+                raise
 
     @contextmanager
     def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
@@ -275,32 +335,34 @@ class SqliteBackend:
         ``StoreError``, like a failed append, never as a raw apsw exception. ``following``
         changes nothing here: the end of the log in any snapshot is a horizon.
         """
-        cur = self.connection().cursor()
-        if self.conn.in_transaction:  # already inside a caller's transaction
-            yield cur
-            return
-        cur.execute("BEGIN")
-        try:
-            yield cur
-        except apsw.Error as e:
-            raise translate(e, "read") from None
-        finally:
-            self._rollback(cur)
+        with self._lock:
+            cur = self.connection().cursor()
+            if self.conn.in_transaction:  # already inside this thread's transaction
+                yield cur
+                return
+            cur.execute("BEGIN")
+            try:
+                yield cur
+            except apsw.Error as e:
+                raise translate(e, "read") from None
+            finally:
+                self._rollback(cur)
 
     @contextmanager
     def private(self, what: str) -> Iterator[Cursor]:
         """A transaction that reads one snapshot and writes only temporary tables: allowed on
         a read-only connection (the read-only store's private fold)."""
-        cur = self.connection().cursor()
-        cur.execute("BEGIN")
-        try:
-            yield cur
-            cur.execute("COMMIT")
-        except BaseException as e:
-            self._rollback(cur)
-            if isinstance(e, apsw.Error):
-                raise translate(e, what) from None
-            raise
+        with self._lock:
+            cur = self.connection().cursor()
+            cur.execute("BEGIN")
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException as e:
+                self._rollback(cur)
+                if isinstance(e, apsw.Error):
+                    raise translate(e, what) from None
+                raise
 
     def horizon(self, cur: Cursor) -> int:
         """One writer at a time, each row taking the end of the log plus one under the write
@@ -335,9 +397,10 @@ class SqliteBackend:
         wal = path + "-wal"
         return pages, os.path.getsize(path) + (os.path.getsize(wal) if os.path.exists(wal) else 0)
 
-    def _give_back_free_pages(self) -> int:
+    def _give_back_free_pages(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Incremental vacuum in short write transactions, appends between them; returns the
-        pages still free (other connections may free pages meanwhile).
+        pages still free (other connections may free pages meanwhile). ``progress`` hears
+        (pages given back, pages free at the start) after each step.
 
         A database created before auto_vacuum was set is converted by one full VACUUM, which
         holds the write lock for as long as it takes (once per database).
@@ -346,10 +409,13 @@ class SqliteBackend:
             self.connection().execute("PRAGMA auto_vacuum = INCREMENTAL")
             self.connection().execute("VACUUM")
             return self._pragma("freelist_count")
-        steps = self._pragma("freelist_count") // _VACUUM_STEP + 2
-        for _ in range(steps):
+        total = self._pragma("freelist_count")
+        for _ in range(total // _VACUUM_STEP + 2):
             with self.transaction("gc", maintenance=True) as cur:
-                if not int(cur.execute("PRAGMA freelist_count").fetchall()[0][0]):
+                free = int(cur.execute("PRAGMA freelist_count").fetchall()[0][0])
+                if progress is not None:
+                    progress(max(total - free, 0), max(total, 1))
+                if not free:
                     return 0
                 cur.execute(f"PRAGMA incremental_vacuum({_VACUUM_STEP})").fetchall()
             time.sleep(_VACUUM_PAUSE)
@@ -369,14 +435,18 @@ class SqliteBackend:
             "in its frames until a later gc empties it: run gc again once long reads have ended"
         )
 
-    def reclaim(self) -> Reclaimed:
+    def wal_bytes(self) -> int | None:
+        wal = self.location + "-wal"
+        return os.path.getsize(wal) if os.path.exists(wal) else 0
+
+    def reclaim(self, progress: Callable[[int, int], None] | None = None) -> Reclaimed:
         """Free pages back to the file system (incremental vacuum in short steps), then the
         WAL emptied; appends wait at most a fraction of a second at a time."""
         not_done: list[str] = []
         try:
             page_size = self._pragma("page_size")
             pages_before, bytes_before = self._sizes()
-            free = self._give_back_free_pages()
+            free = self._give_back_free_pages(progress)
             if free:
                 not_done.append(
                     f"{free} free pages not given back: other connections freed pages while gc ran; "
@@ -426,6 +496,30 @@ class SqliteBackend:
                 copy.close()
         finally:
             remove_check_copy(target)
+
+
+class _Fetched(list[Any]):
+    """A statement's rows, fetched: what ``Rows`` promises (iteration and ``fetchall``)."""
+
+    def fetchall(self) -> list[Any]:
+        return self
+
+
+class _LockedCursor:
+    """``SqliteBackend.cursor``'s cursor: each statement under the backend's lock, fetched."""
+
+    __slots__ = ("_backend",)
+
+    def __init__(self, backend: SqliteBackend) -> None:
+        self._backend = backend
+
+    def execute(self, sql: str, params: Any = (), /) -> _Fetched:
+        with self._backend._lock:
+            return _Fetched(self._backend.connection().cursor().execute(sql, params))
+
+    def executemany(self, sql: str, params: Any, /) -> _Fetched:
+        with self._backend._lock:
+            return _Fetched(self._backend.connection().cursor().executemany(sql, params))
 
 
 def open_sqlite(

@@ -11,12 +11,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from forkline_es._logging import get_logger
-from forkline_es.artifacts import recording as _artifacts
-from forkline_es.artifacts.manifest import Manifest
-from forkline_es.artifacts.store import ArtifactFiles
 from forkline_es.errors import Conflict, InvalidRequest, InvalidValue, RecordError, RunNotRetained
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import (
@@ -41,6 +38,7 @@ from forkline_es.recording.payloads import BODY_ALLOWANCE, encode_slots, too_lar
 from forkline_es.recording.state import (
     InFlight,
     RunState,
+    call_digest,
     check_attempt,
     check_branch,
     check_path,
@@ -51,6 +49,11 @@ from forkline_es.recording.state import (
 )
 from forkline_es.values import is_digest
 from forkline_es.vocabulary import INVOKE_DISPATCH, RESULT_DISPATCH, STEP_OUTCOMES, TERMINAL_OUTCOMES
+
+if TYPE_CHECKING:  # artifacts load when a run first adds one (import cost, issue 22)
+    from forkline_es.artifacts import recording as _artifacts
+    from forkline_es.artifacts.manifest import Manifest
+    from forkline_es.artifacts.store import ArtifactFiles
 
 __all__ = ["Host", "Run", "logged_refusals"]
 
@@ -407,6 +410,8 @@ class Run:
         ``name`` defaults to the file's basename (the digest for bytes); the same content
         under the same name again returns the original seq, other content is a conflict.
         """
+        from forkline_es.artifacts import recording as _artifacts
+
         return _artifacts.add_artifact(self, source, kind, content_type, step, name, key)
 
     @logged_refusals
@@ -419,6 +424,8 @@ class Run:
         **facts: Any,
     ) -> Manifest:
         """Record the reproducibility manifest: captured facts plus ``facts``; see docs/verify.md."""
+        from forkline_es.artifacts import recording as _artifacts
+
         return _artifacts.record_manifest(self, packages, config, key, **facts)
 
     @logged_refusals
@@ -432,6 +439,8 @@ class Run:
         key: str | None = None,
     ) -> int:
         """Record a finite metric value, one per (name, step); returns the event's seq."""
+        from forkline_es.artifacts import recording as _artifacts
+
         return _artifacts.observe(self, name, value, unit, step, key)
 
     @contextmanager
@@ -546,9 +555,9 @@ class Run:
             raise _unencodable(event) from None
         state = self._state
         self.last_position = None
-        seen = state.keys.get(key)
+        seen = state.seen(key)
         if seen is not None:
-            if seen[2] != comparable(event, body):
+            if seen[2] != call_digest(event, body):
                 raise Conflict(f"a different call was already recorded under idempotency key {key!r}")
             self._placed(placement)
             return seen[1] if seen[1] is not None else seen[0]

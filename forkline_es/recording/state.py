@@ -7,6 +7,8 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 
 from __future__ import annotations
 
+import hashlib
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -166,8 +168,10 @@ class RunState:
     generation: int = 0
     status: str = "active"
     last_digest: str | None = None
-    #: idempotency key -> (log seq, entry seq or None, comparable body bytes)
-    keys: dict[str, tuple[int, int | None, bytes]] = field(default_factory=dict)
+    #: idempotency key -> ``_KEPT``-packed (log seq, entry seq or 0, ``call_digest``): a digest,
+    #: not the body, in one bytes object, so that a long run's handle stays small (issue 22);
+    #: read through ``seen``
+    keys: dict[str, bytes] = field(default_factory=dict)
     facts: list[EntryFact] = field(default_factory=list)
     #: path -> entry seqs of every entry naming the path (superseded ones too)
     path_entries: dict[str, list[int]] = field(default_factory=dict)
@@ -203,7 +207,7 @@ class RunState:
         # Remembering a RunRecorder call's key would grow a long run's state by about 500
         # bytes an event, for a key never asked again (an import's keys are asked again).
         if type(event) is not ForklineLogged or not key.startswith(ONE_OFF_KEY):
-            self.keys[key] = (seq, entry, comparable(event, body))
+            self.keys[key] = _KEPT.pack(seq, entry or 0, call_digest(event, body))
         path = getattr(event, "path", None) if entry is not None else None
         if entry is not None:
             self.entries = entry
@@ -248,6 +252,14 @@ class RunState:
                 self.manifest = event.digest
             case _:
                 pass
+
+    def seen(self, key: str) -> tuple[int, int | None, bytes] | None:
+        """(log seq, entry seq or None, call digest) of the call recorded under ``key``, if any."""
+        kept = self.keys.get(key)
+        if kept is None:
+            return None
+        seq, entry, digest = _KEPT.unpack(kept)
+        return seq, entry or None, digest
 
     def apply_row(self, row: LogRow) -> None:
         """Fold a row read back from the log (resuming a run, adopting a lost acknowledgement)."""
@@ -451,6 +463,20 @@ def check_attempt(attempt: object) -> None:
 
 def _kind(event: EventBody) -> str:
     return str(event.__struct_config__.tag)
+
+
+#: A remembered key's value: log seq, entry seq (0 for none: entries count from 1), digest.
+_KEPT: Final = struct.Struct("<qq16s")
+
+
+def call_digest(event: EventBody, body: bytes) -> bytes:
+    """16 bytes that stand for ``comparable(event, body)``: equal digests, the same call.
+
+    BLAKE2b-128: a chance collision between two calls of a run is about 2**-128 per pair,
+    far below the odds of the disk returning a wrong page, and the key's own text must
+    match first.
+    """
+    return hashlib.blake2b(comparable(event, body), digest_size=16).digest()
 
 
 def comparable(event: EventBody, body: bytes) -> bytes:

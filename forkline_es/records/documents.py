@@ -22,9 +22,7 @@ from forkline_es.values import canonical_json, decode_json
 
 __all__ = [
     "EXTENSIONS",
-    "build_document",
     "decode_document",
-    "document_bytes",
     "document_text",
     "finish",
     "referenced_values",
@@ -144,11 +142,6 @@ def referenced_values(cur: Cursor, text: str, dialect: Dialect) -> Values:
     return dict(rows)
 
 
-def document_bytes(cur: Cursor, persist: Persister, summary: RunSummary) -> bytes:
-    """Canonical JSON of the whole run record document (``export_run_record``)."""
-    return document_text(cur, persist, summary).encode()
-
-
 def document_text(cur: Cursor, persist: Persister, summary: RunSummary) -> str:
     """Canonical JSON of the whole run record document, assembled from stored fragments.
 
@@ -175,8 +168,3 @@ def document_text(cur: Cursor, persist: Persister, summary: RunSummary) -> str:
     members.sort()
     text = "{" + ",".join(f'"{name}":{body}' for name, body in members) + "}"
     return finish(text, values)
-
-
-def build_document(cur: Cursor, persist: Persister, summary: RunSummary) -> dict[str, Any]:
-    """The whole run record document of one run, read through one cursor (one snapshot)."""
-    return decode_document(document_text(cur, persist, summary))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -13,13 +13,14 @@ from forkline_es.paths import path_problem
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.state import check_text
+from forkline_es.records.cache import DocumentCache
 from forkline_es.records.documents import (
-    build_document,
     decode_document,
-    document_bytes,
+    document_text,
     finish,
     referenced_values,
 )
+from forkline_es.vocabulary import TERMINAL_OUTCOMES
 
 __all__ = ["export_run_record", "get_run_record", "get_step_record", "log_events"]
 
@@ -36,6 +37,9 @@ class Host(Protocol):
     @property
     def projections(self) -> Projections: ...
 
+    @property
+    def documents(self) -> DocumentCache: ...
+
 
 def _summary_or_refuse(store: Host, cur: Cursor, run_id: str) -> RunSummary:
     check_text(run_id, "a run identifier")
@@ -51,16 +55,33 @@ def _summary_or_refuse(store: Host, cur: Cursor, run_id: str) -> RunSummary:
     raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs it holds")
 
 
+_LAST_POSITION: Final = "SELECT position FROM log WHERE run_id = ? ORDER BY seq DESC LIMIT 1"
+
+
+def _text(store: Host, cur: Cursor, run_id: str) -> str:
+    """The run's canonical document text; a concluded run's from the cache (``records.cache``)
+    while its last log position is the one the text was built at."""
+    summary = _summary_or_refuse(store, cur, run_id)
+    if summary.status not in TERMINAL_OUTCOMES:
+        return document_text(cur, store.projections.persist, summary)
+    last = cur.execute(_LAST_POSITION, (run_id,)).fetchall()
+    position = int(last[0][0]) if last else -1
+    text = store.documents.get(run_id, position)
+    if text is None:
+        text = document_text(cur, store.projections.persist, summary)
+        store.documents.put(run_id, position, text)
+    return text
+
+
 def get_run_record(store: Host, run_id: str) -> dict[str, Any]:
     with store.log.snapshot() as cur:
-        summary = _summary_or_refuse(store, cur, run_id)
-        return build_document(cur, store.projections.persist, summary)
+        text = _text(store, cur, run_id)
+    return decode_document(text)
 
 
 def export_run_record(store: Host, run_id: str) -> bytes:
     with store.log.snapshot() as cur:
-        summary = _summary_or_refuse(store, cur, run_id)
-        return document_bytes(cur, store.projections.persist, summary)
+        return _text(store, cur, run_id).encode()
 
 
 def get_step_record(store: Host, run_id: str, path: str) -> dict[str, Any]:

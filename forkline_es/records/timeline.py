@@ -7,7 +7,10 @@ can be seen at a glance. Pure: a run record document in, lines out.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, NamedTuple
+
+from forkline_es.records import when
 
 __all__ = ["TimelineLine", "timeline"]
 
@@ -45,26 +48,49 @@ def _label(entry: dict[str, Any]) -> tuple[str | None, str]:
     return None, kind
 
 
-def timeline(doc: dict[str, Any]) -> list[TimelineLine]:
-    """The lines of the timeline of ``doc`` (a run record document)."""
+def _when(run: dict[str, Any], now: datetime | None) -> str:
+    """How long the run took (or, with ``now``, has been running), and with ``now`` when it
+    started and was last active."""
+    started, ended = run.get("started_at"), run.get("x-ended-at")
+    parts = [f"took {when.between(started, ended)}"] if ended else []
+    if now is not None:
+        parts.insert(0, f"started {when.ago(started, now)}")
+        parts.append(f"last activity {when.ago(run.get('x-updated-at'), now)}")
+        if not ended:
+            parts.append(f"running for {when.elapsed(started, now)}")
+    return ", ".join(parts)
+
+
+def timeline(doc: dict[str, Any], now: datetime | None = None) -> list[TimelineLine]:
+    """The lines of the timeline of ``doc`` (a run record document).
+
+    Each entry's line begins with when it was recorded, relative to the run's start
+    (``+1.2s``); ``now`` (the reader's clock, on a terminal) adds how long ago the run
+    started and was last active.
+    """
     entries = doc.get("entries", [])
     superseded_by = {n: e["seq"] for e in entries if e["kind"] == "recovery" for n in e["supersedes"]}
     run = doc["run"]
+    origin = run.get("started_at")
     lines = [
         TimelineLine(
             f"run {run['id']} · {run['workflow']} · {run['status']} · generation {run['generation']}"
         ),
-        TimelineLine("gen  seq"),
     ]
+    if span := _when(run, now):
+        lines.append(TimelineLine(span))
+    lines.append(TimelineLine(f"{'at':>8} gen  seq"))
     for e in entries:
         if e["kind"] == "recovery":
             gone = ", ".join(str(n) for n in e["supersedes"]) or "nothing"
             rule = f"─── recovery (seq {e['seq']}): generation {e['generation']}, supersedes {gone} ───"
-            lines.append(TimelineLine(f"{e['generation']:>3} {e['seq']:>4}  {rule}", rule=True))
+            at = when.offset(e.get("x-at"), origin)
+            lines.append(TimelineLine(f"{at:>8} {e['generation']:>3} {e['seq']:>4}  {rule}", rule=True))
             continue
         path, label = _label(e)
         indent = "  " * _depth(path)
-        text = f"{e['generation']:>3} {e['seq']:>4}  {indent}{label}"
+        at = when.offset(e.get("x-at"), origin)
+        text = f"{at:>8} {e['generation']:>3} {e['seq']:>4}  {indent}{label}"
         by = superseded_by.get(e["seq"])
         if by is not None:
             text += f"   ✗ superseded by {by}"

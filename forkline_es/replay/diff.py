@@ -12,6 +12,7 @@ is one divergence naming every place. docs/replay-diff.md gives the rule and exa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, overload
@@ -323,7 +324,7 @@ class Ignore:
             if not isinstance(pattern, str) or not pattern.startswith("/"):
                 raise InvalidRequest(
                     f"ignore pattern {shown(pattern)} is not a JSON Pointer pattern: it must start "
-                    "with `/`, e.g. `/payloads/result/value/value/model` or `/step/*/x-at`"
+                    "with `/`, e.g. `/steps/*/result/model`, `/run/inputs` or `/step/*/x-at`"
                 )
             compiled.append(tuple(_tokens(pattern)))
         self._patterns = tuple(compiled)
@@ -331,11 +332,18 @@ class Ignore:
     def __bool__(self) -> bool:
         return bool(self._patterns)
 
-    def covers(self, pointer: str, entry_kind: str | None = None) -> bool:
+    def covers(self, pointer: str, entry_kind: str | None = None, step: str | None = None) -> bool:
+        """Whether a pattern covers ``pointer`` (of an entry of ``entry_kind`` at ``step``),
+        or the path of its data: ``/steps/summarize/result/model``, ``/run/inputs/topic``."""
         tokens = _tokens(pointer)
         candidates = [tokens]
         if entry_kind == "step" and tokens[:1] == ["step"]:
             candidates.append(tokens[1:])
+        if entry_kind is not None:
+            named = _plain(pointer) or _slot_member(pointer)
+            at_step = step is not None and entry_kind != "conclude"
+            where = ["steps", *step.split("/")] if at_step and step is not None else ["run"]
+            candidates.append([*where, *(named.split("/") if named else [])])
         return any(
             len(p) <= len(t) and all(x in ("*", y) for x, y in zip(p, t, strict=False))
             for p in self._patterns
@@ -393,11 +401,28 @@ class Divergence:
             )
         return text + (f" ({where})" if where else "")
 
+    def data_path(self, pointer: str) -> str:
+        """Where a change is, named by the data rather than its encoding in the entry:
+        ``/steps/summarize/result/model`` for ``/payloads/result/value/value/model/value``
+        of the step's result entry, ``/run/inputs/n`` for the start entry's inputs,
+        ``/run/name``; a logged event's, a child's or a count's pointer as it is."""
+        if self.kind in _WHOLE_ENTRIES or self.event_a is not None or self.event_b is not None:
+            return pointer or "(entry)"
+        if self.kind in ("run", "name", "labels", "recovery", "child") or (
+            self.seq_a is None and self.seq_b is None
+        ):
+            return pointer
+        named = _plain(pointer) or _slot_member(pointer)
+        if self.path is not None and self.kind != "conclusion":  # a conclusion is the run's
+            return f"/steps/{self.path}/{named}" if named else f"/steps/{self.path}"
+        return f"/run/{named}" if named else "/run"
+
     def describe(self, limit: int = 8) -> str:
-        """A few lines for a person: the headline, then the first changes."""
+        """A few lines for a person: the headline, then the first changes, each at the
+        path of its data (``data_path``)."""
         lines = [self.headline()]
         for pointer, old, new in self.changes[:limit]:
-            lines.append(f"  {pointer or '(entry)'}: {_show(old)} -> {_show(new)}")
+            lines.append(f"  {self.data_path(pointer)}: {_show(old)} -> {_show(new)}")
         if len(self.changes) > limit:
             lines.append(f"  ... and {len(self.changes) - limit} more changes")
         return "\n".join(lines)
@@ -410,7 +435,9 @@ class Divergence:
             "seq_a": self.seq_a,
             "seq_b": self.seq_b,
             "summary": self.headline(),
-            "changes": [{"pointer": p, "old": o, "new": n} for p, o, n in self.changes],
+            "changes": [
+                {"pointer": p, "at": self.data_path(p), "old": o, "new": n} for p, o, n in self.changes
+            ],
             "places": [{"seq_a": a, "seq_b": b, "pointer": p} for a, b, p in self.places],
         }
         if self.event_a is not None or self.event_b is not None:
@@ -493,6 +520,21 @@ def _words(d: Divergence) -> str:
     if d.kind == "extra-event":
         return "a logged event of B is not in A"
     return f"{step} {_WORDS.get(d.kind, 'differs')}"
+
+
+#: Kinds whose changes are whole entries (the pointer is ``""``).
+_WHOLE_ENTRIES: Final = frozenset({"missing-step", "extra-step", "missing-event", "extra-event"})
+
+
+def _slot_member(pointer: str) -> str:
+    """A slot's own member (``result/state``) or an entry's, for a pointer ``_plain``
+    does not name: ``/payloads/result/state`` -> ``result/state``."""
+    tokens = _tokens(pointer)
+    if tokens[:1] == ["step"]:
+        tokens = tokens[1:]
+    if tokens[:1] == ["payloads"]:
+        tokens = tokens[1:]
+    return "/".join(tokens)
 
 
 def _plain(pointer: str) -> str:
@@ -733,10 +775,12 @@ class _Options:
     times: bool = False
 
 
-def _kept(changes: Iterable[Change], entry_kind: str | None, options: _Options) -> list[Change]:
+def _kept(
+    changes: Iterable[Change], entry_kind: str | None, options: _Options, step: str | None = None
+) -> list[Change]:
     if not options.ignore:
         return list(changes)
-    return [c for c in changes if not options.ignore.covers(c[0], entry_kind)]
+    return [c for c in changes if not options.ignore.covers(c[0], entry_kind, step)]
 
 
 def _is_retry_entry(key: Key) -> bool:
@@ -865,10 +909,14 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
         here = at
         at += 1
         assert i is not None and j is not None
-        if raw_a is not None and raw_b is not None and raw_a[i] == raw_b[j]:
-            continue  # identical bytes: nothing differs, and a child entry names the same run
+        if (
+            raw_a is not None
+            and raw_b is not None
+            and (raw_a[i] == raw_b[j] or (not options.times and _settled(raw_a[i], raw_b[j])))
+        ):
+            continue  # nothing compared differs, and a child entry names the same run
         a, b = entries_a[i], entries_b[j]
-        changes = _kept(entry_changes(a, b), str(a.get("kind")), options)
+        changes = _kept(entry_changes(a, b), str(a.get("kind")), options, entry_path(a))
         path, seq_a, seq_b = entry_path(a), a.get("seq"), b.get("seq")
         groups = entry_facts(str(a.get("kind")), changes, keys_a.keys[i][3], options.times) if changes else []
         if groups:
@@ -928,6 +976,22 @@ def _diff_sides(side_a: _Side, side_b: _Side, options: _Options, depth: int) -> 
             d.category = KIND_CLASS.get(d.kind, BEHAVIOUR)
     found.sort(key=lambda d: (_CLASS_RANK[d.category], d.order))
     return RunDiff(tuple(d.build() for d in found), options.strict)
+
+
+#: In an entry's canonical bytes, the members ``comparable`` leaves out (seq, generations,
+#: a step's x-attempts) and the time members. Canonical JSON escapes every quote inside a
+#: string, so ``"seq":`` can only be a member, never text within a value; a payload's map
+#: keys hold typed values (objects), never a number or a timestamp string.
+_UNCOMPARED: Final = re.compile(
+    rb'"(?:seq|generation|x-attempts)":-?[0-9]+|"x-(?:at|started-at|ended-at|updated-at)":"[^"]*"'
+)
+
+
+def _settled(a: bytes, b: bytes) -> bool:
+    """Whether two entries' bytes are equal once what is never compared (without
+    ``times``) is taken out: most matched pairs of two runs differ only in their times and
+    seqs, and this settles them without decoding either."""
+    return _UNCOMPARED.sub(b"", a) == _UNCOMPARED.sub(b"", b)
 
 
 def _diff_logged(

@@ -51,6 +51,7 @@ __all__ = [
     "gc",
     "purge_tombstones",
     "remove_payloads",
+    "would_free",
 ]
 
 _log = get_logger("forkline_es.retention")
@@ -457,6 +458,52 @@ def apply_retention(
     return report
 
 
+def would_free(store: Host, policy: RetentionPolicy, now: datetime | None = None) -> dict[str, Any]:
+    """What applying ``policy`` now would take out of the database, from one snapshot:
+    runs evicted (their events and payload values), values removed from retained runs,
+    and the payload bytes of both. Writes nothing (a read-only store answers too)."""
+    if not isinstance(policy, RetentionPolicy):
+        raise InvalidRequest(f"policy is a forkline_es.RetentionPolicy, not {policy!r}")
+    length = store.log.dialect.byte_length("p.value")
+    evicted = events = values = size = 0
+    with store.log.snapshot() as cur:
+        plan = plan_retention(policy, _facts(cur), _now(now), acknowledged_through(cur))
+        for e in plan.evict:
+            evicted += 1
+            events += _count(cur, e.run_id)
+            for _, n, b in _value_sizes(cur, e.run_id, length):
+                values, size = values + n, size + b
+        reduced = 0
+        for r in plan.reduce:
+            taken = [
+                (n, b)
+                for slot, n, b in _value_sizes(cur, r.run_id, length)
+                if _classes_match(slot, r.classes)
+            ]
+            reduced += bool(taken)
+            values += sum(n for n, _ in taken)
+            size += sum(b for _, b in taken)
+    return {
+        "policy": policy.describe(),
+        "runs_evicted": evicted,
+        "runs_reduced": reduced,
+        "events": events,
+        "payload_values": values,
+        "payload_bytes": size,
+        "kept": len(plan.kept),
+    }
+
+
+def _value_sizes(cur: Cursor, run_id: str, length: str) -> list[tuple[str, int, int]]:
+    """(slot, values, bytes) of the run's present payload values."""
+    rows = cur.execute(
+        f"SELECT p.slot, count(*), sum({length}) FROM log AS l JOIN payload AS p "
+        f"ON p.id {payload_ids('l.position')} WHERE l.run_id = ? GROUP BY p.slot",
+        (run_id,),
+    ).fetchall()
+    return [(str(slot), int(n), int(b or 0)) for slot, n, b in rows]
+
+
 # -- giving space back -------------------------------------------------------------------
 
 
@@ -485,16 +532,17 @@ def _grace(seconds: object) -> float:
     return value
 
 
-def gc(store: Host, artifact_grace_seconds: float = 3600.0) -> GcReport:
+def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress | None = None) -> GcReport:
     """Give free pages back to the file system (incremental vacuum in short steps), empty
     the WAL, then delete artifact files that no retained run references any more.
 
     While it runs, appends wait at most a fraction of a second at a time. What could not
     be done now (a reader holding a snapshot keeps the WAL) is in the report's
-    ``not_done``; a driver error leaves as ``StoreError``.
+    ``not_done``; a driver error leaves as ``StoreError``. ``progress`` hears (pages
+    given back, free pages at the start) as the vacuum goes.
     """
     grace = _grace(artifact_grace_seconds)
-    space = store.backend.reclaim()
+    space = store.backend.reclaim(progress)
     with store.log.snapshot() as cur:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
         referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}

@@ -151,7 +151,7 @@ def test_step_shows_every_attempt_and_show_lists_steps_as_they_began(tmp_path: P
         run.result("alpha", 3, "succeeded", result={"model": "m-1"})
         run.end_step("alpha", "succeeded", result={"model": "m-1"})
     out = cli("step", "r", "alpha", db=db).stdout
-    attempts = out.split("attempt\tgen\t")[1].splitlines()[1:]
+    attempts = out.split("attempt\tgen\t")[1].split("\n\n")[0].splitlines()[1:]
     assert [line.split("\t")[:4] for line in attempts] == [
         ["1", "0", "ambiguous", ""],
         ["2", "1", "failed", "boom"],

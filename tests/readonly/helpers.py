@@ -20,6 +20,11 @@ READS: dict[str, Callable[[fe.Store], Any]] = {
     "evictions": lambda s: s.evictions(),
     "consumers": lambda s: [c.name for c in s.consumers()],
     "completions": lambda s: [c.run_id for c in s.completions(after=0)],
+    "stats": lambda s: {
+        k: v
+        for k, v in s.stats(fe.RetentionPolicy(keep_last=0)).items()
+        if k in ("runs", "events", "payloads", "retention")
+    },
 }
 
 

@@ -127,7 +127,8 @@ def test_piped_tables_escape_tabs_newlines_and_backslashes(tmp_path: Path) -> No
     assert code == 0
     reason = [line for line in out.splitlines() if line.startswith("reason\t")]
     assert reason == ["reason\t[link=http://example.com]see[/link]\\tand\\nmore\\\\"]
-    assert all(line.count("\t") == out.splitlines()[0].count("\t") for line in out.splitlines()[:8])
+    assert out.splitlines()[0] == "# run r1"  # a section title, then its header line
+    assert all(line.count("\t") == out.splitlines()[1].count("\t") for line in out.splitlines()[1:8])
 
 
 @pytest.mark.parametrize("args", [["runs"], ["show", "r1"], ["log", "r1"], ["rebuild", "--check"]])
@@ -145,15 +146,21 @@ def test_a_read_never_turns_a_missing_or_empty_file_into_a_database(tmp_path: Pa
 
 _SHOW_HEADERS = [
     "member\tvalue",
-    "slot\tclass\tstate",
-    "path\tgeneration\tstatus\toutcome\tcode\tpayloads",
-    "seq\tgeneration\tkind\tdetail",
+    "slot\tclass\tstate\tvalue",
+    "path\tgeneration\tstatus\toutcome\tcode\tstarted_at\tended_at\tpayloads",
+    "seq\tgeneration\tat\tkind\tdetail",
 ]
 _EVENTS_HEADER = "event_id\tts\ttype\tpayload"
 
 
 def _headers(out: str) -> list[str]:
     return [line for line in out.splitlines() if line in (*_SHOW_HEADERS, _EVENTS_HEADER)]
+
+
+def _section(out: str, title: str) -> list[str]:
+    """The rows of the piped section ``# title``: after its header, up to the empty line."""
+    block = out.split(f"# {title}\n", 1)[1].split("\n\n", 1)[0]
+    return block.splitlines()[1:]
 
 
 def _forkline_run(db: Path) -> tuple[str, list[str]]:
@@ -171,7 +178,7 @@ def test_show_lists_a_recorder_run_s_events_when_piped(tmp_path: Path) -> None:
     run_id, events = _forkline_run(db)
     code, out = invoke("show", run_id, "--db", str(db))
     assert code == 0 and _headers(out) == [*_SHOW_HEADERS, _EVENTS_HEADER]
-    rows = out.splitlines()[out.splitlines().index(_EVENTS_HEADER) + 1 :]
+    rows = _section(out, "events")
     assert rows == [
         f"{events[0]}\tinput\t" + '{"n":[1,2],"prompt":"hello"}',
         f"{events[1]}\toutput\t" + '{"result":"wörld\\\\tdone"}',  # piped: the backslash escaped
@@ -211,7 +218,7 @@ def test_show_marks_a_removed_payload_empty_and_a_logged_null_as_null(tmp_path: 
         assert recorder.store.remove_payloads(removed) != ()  # all its values
     for run_id, shown in ((kept, "null"), (removed, "")):
         code, out = invoke("show", run_id, "--db", str(db))
-        rows = out.splitlines()[out.splitlines().index(_EVENTS_HEADER) + 1 :]
+        rows = _section(out, "events")
         assert code == 0 and [row.split("\t")[2:] for row in rows] == [["nothing", shown]]
 
 
@@ -222,7 +229,8 @@ def test_show_is_unchanged_for_runs_without_forkline_events(sample_db: Path, tmp
     code, out = invoke("show", "done", "--db", str(sample_db))
     assert code == 0 and _headers(out) == _SHOW_HEADERS
     tables = (doc["run"], doc["payloads"], doc["steps"], doc["entries"])
-    assert len(out.splitlines()) == len(_SHOW_HEADERS) + sum(len(t) for t in tables)
+    # each section: its title, its header, its rows and an empty line
+    assert len(out.splitlines()) == 3 * len(_SHOW_HEADERS) + sum(len(t) for t in tables)
     db = tmp_path / "quiet.db"
     with fe.RunRecorder(db) as recorder:
         quiet = recorder.start_run("x.py")

@@ -45,9 +45,8 @@ def test_show_lists_run_members_by_name_and_each_entry_s_detail(sample_db: Path)
     assert code == 0
     members = [member for member, _ in rows_of(out, "member\tvalue")]
     assert members == sorted(members) and {"id", "status", "workflow"} <= set(members)
-    entries = {
-        int(seq): (kind, detail) for seq, _, kind, detail in rows_of(out, "seq\tgeneration\tkind\tdetail")
-    }
+    rows = rows_of(out, "seq\tgeneration\tat\tkind\tdetail")
+    entries = {int(seq): (kind, detail) for seq, _, _, kind, detail in rows}
     assert entries[9] == ("conclude", "status=succeeded")  # how the run ended
     assert entries[4] == ("result", "path=fetch/0 attempt=1 dispatch=failed code=timeout")
 

@@ -39,7 +39,8 @@ def test_timeline_marks_superseded_entries_and_the_generation_change(store: fe.S
     assert len(rules) == 1 and "generation 1, supersedes 5" in rules[0].text
     # attempts are indented under their step, and every entry has one line
     assert any(t.endswith("    ← #1 failed [boom]") for t in texts)
-    assert sum(1 for t in texts[2:]) == len(store.get_run_record("tl-1")["entries"])
+    assert texts[1].startswith("took ")  # the run concluded: how long it took
+    assert sum(1 for t in texts[3:]) == len(store.get_run_record("tl-1")["entries"])
     assert texts[-1].endswith("◆ succeeded")
 
 

@@ -58,7 +58,7 @@ def test_diff_json_shape_and_all(db_path: Path) -> None:
         "seq_a": 3,
         "seq_b": 3,
         "summary": 'behaviour: step \'a\' called a different operation: operation "op" -> "other" (entry 3)',
-        "changes": [{"pointer": "/operation", "old": "op", "new": "other"}],
+        "changes": [{"pointer": "/operation", "at": "/steps/a/operation", "old": "op", "new": "other"}],
         "places": [],
     }
     every = json.loads(runner.invoke(main, ["diff", "--db", str(db_path), "--json", "--all", a, c]).output)
@@ -93,3 +93,55 @@ def test_a_baseline_nested_too_deeply_is_a_refusal_not_a_crash(
     result = CliRunner().invoke(main, ["diff", "--db", str(db_path), "--baseline", str(deep), a])
     assert result.exit_code == 2, result.output  # was a RecursionError traceback
     assert "invalid-request" in result.output and "nested too deeply" in result.output
+
+
+def test_diff_lines_name_the_data_not_its_encoding(tmp_path) -> None:
+    """A changed model answer is at /steps/summarize/result/model, not inside the typed form."""
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        ids = []
+        for model in ("m-1", "m-2"):
+            run = store.start_run("wf", inputs={"topic": model})
+            run.begin_step("summarize", arguments={"n": 1})
+            run.end_step("summarize", "succeeded", result={"model": model, "text": "t"})
+            run.conclude("succeeded")
+            ids.append(run.id)
+    done = CliRunner().invoke(main, ["diff", *ids, "--all", "--db", str(db)])
+    assert done.exit_code == 1
+    lines = done.output.splitlines()
+    assert '  /steps/summarize/result/model: "m-1" -> "m-2"' in lines
+    assert '  /run/inputs/topic: "m-1" -> "m-2"' in lines
+    assert "/value/" not in done.output
+    report = json.loads(CliRunner().invoke(main, ["diff", *ids, "--json", "--all", "--db", str(db)]).output)
+    assert [c["at"] for d in report["divergences"] for c in d["changes"]] == [
+        "/run/inputs/topic",
+        "/steps/summarize/result/model",
+    ]
+    # --ignore takes the same data paths (`*` one segment), as well as the pointers
+    for ignored in (
+        ["/steps/*/result/model", "/run/inputs"],
+        ["/payloads/*/value/value/model", "/run/inputs/topic"],
+    ):
+        quiet = CliRunner().invoke(main, ["diff", *ids, *[f"--ignore={i}" for i in ignored], "--db", str(db)])
+        assert quiet.exit_code == 0 and quiet.output.startswith("match"), (ignored, quiet.output)
+    partial = CliRunner().invoke(main, ["diff", *ids, "--ignore=/steps/other/result/model", "--db", str(db)])
+    assert partial.exit_code == 1
+
+
+def test_a_conclusion_is_named_as_the_run_s(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        ids = []
+        for code in ("boom", "bang"):
+            run = store.start_run("wf")
+            run.begin_step("s")
+            run.end_step("s", "failed", code=code)
+            run.conclude("failed", path="s", code=code)
+            ids.append(run.id)
+    report = json.loads(CliRunner().invoke(main, ["diff", *ids, "--json", "--all", "--db", str(db)]).output)
+    ats = {c["at"] for d in report["divergences"] for c in d["changes"]}
+    assert ats == {"/steps/s/code", "/run/code"}, ats
+    quiet = CliRunner().invoke(
+        main, ["diff", *ids, "--ignore=/run/code", "--ignore=/steps/s/code", "--db", str(db)]
+    )
+    assert quiet.exit_code == 0, quiet.output

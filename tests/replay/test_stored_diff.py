@@ -69,3 +69,19 @@ def test_recoveries_children_and_open_runs_diff_as_their_documents(shapes) -> No
     with fe.Store.open(":memory:") as store:
         a, b = (_with_child(store, *shape) for shape in shapes)
         assert fe.diff_runs(store, a, b) == _documents_diff(store, a, b)
+
+
+def test_user_values_named_like_uncompared_members_still_differ(tmp_path) -> None:
+    """The byte shortcut that takes seqs and times out never takes a user's value out."""
+    with fe.Store.open(tmp_path / "r.db") as store:
+        ids = []
+        for n in (1, 2):
+            run = store.start_run("wf")
+            run.begin_step("s", arguments={"seq": n, "x-at": f"t{n}"})
+            run.end_step("s", "succeeded")
+            run.conclude("succeeded")
+            ids.append(run.id)
+        diff = fe.diff_runs(store, *ids)
+    assert not diff.is_match
+    first = diff.first
+    assert first is not None and first.kind == "arguments" and len(first.changes) == 2

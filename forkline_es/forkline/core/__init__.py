@@ -1,11 +1,14 @@
-"""``forkline.core``: Forkline's record types, canonical bytes, redaction, tool calls, replay guards.
-
-Not yet here (issue 26's replay half): ``diff_runs``, ``find_first_divergence`` and its
-types, ``json_diff``, ``ReplayEngine`` and the replay result types, ``deep_compare``,
-``compare_events``, ``compare_steps``.
-"""
+"""``forkline.core``: record types, canonical bytes, diffing, redaction, tool calls, replay."""
 
 from forkline_es.forkline.core.canon import bytes_preview, canon, sha256_hex
+from forkline_es.forkline.core.diff import diff_runs
+from forkline_es.forkline.core.first_divergence import (
+    DivergenceType,
+    FirstDivergenceResult,
+    StepSummary,
+    find_first_divergence,
+)
+from forkline_es.forkline.core.json_diff import json_diff
 from forkline_es.forkline.core.redaction import (
     RedactionAction,
     RedactionConfig,
@@ -17,13 +20,27 @@ from forkline_es.forkline.core.redaction import (
 )
 from forkline_es.forkline.core.replay import (
     DeterminismViolationError,
+    Divergence,
+    DivergencePoint,
+    DivergenceReason,
+    FieldDiff,
     MissingArtifactError,
+    ReplayContext,
+    ReplayEngine,
     ReplayError,
     ReplayOrderError,
+    ReplayPolicy,
+    ReplayResult,
+    ReplayStatus,
+    ReplayStepResult,
     assert_not_in_replay_mode,
+    compare_events,
+    compare_steps,
+    deep_compare,
     get_replay_run_id,
     guard_live_call,
     is_replay_mode_active,
+    replay,
     replay_mode,
 )
 from forkline_es.forkline.core.tool_call import (
@@ -36,29 +53,49 @@ from forkline_es.forkline.core.types import Event, Run, Step
 
 __all__ = [
     "DeterminismViolationError",
+    "Divergence",
+    "DivergencePoint",
+    "DivergenceReason",
+    "DivergenceType",
     "Event",
+    "FieldDiff",
+    "FirstDivergenceResult",
     "MissingArtifactError",
     "RedactionAction",
     "RedactionConfig",
     "RedactionPolicy",
     "RedactionRule",
     "RegexRedactionRule",
+    "ReplayContext",
+    "ReplayEngine",
     "ReplayError",
     "ReplayOrderError",
+    "ReplayPolicy",
+    "ReplayResult",
+    "ReplayStatus",
+    "ReplayStepResult",
     "Run",
     "Step",
+    "StepSummary",
     "ToolCallPayload",
     "ToolCallRecorder",
     "ToolCallTiming",
     "assert_not_in_replay_mode",
     "bytes_preview",
     "canon",
+    "compare_events",
+    "compare_steps",
     "create_default_policy",
+    "deep_compare",
+    "diff_runs",
+    "find_first_divergence",
     "get_replay_run_id",
     "guard_live_call",
     "is_replay_mode_active",
+    "json_diff",
     "load_redaction_config",
     "record_tool_call",
+    "replay",
     "replay_mode",
     "sha256_hex",
 ]

@@ -1,11 +1,14 @@
-"""``forkline.core.replay``: replay mode guards and replay exceptions.
+"""``forkline.core.replay``: the replay engine, its policy and results, comparison helpers,
+replay mode guards and replay exceptions, under Forkline 0.5.0's names.
 
-The replay engine itself (``ReplayEngine``, ``ReplayPolicy``, the result types) is the
-second half of issue 26 and lands here on top of ``forkline_es.replay``.
+Runs come from ``SQLiteStore.load_run`` (one snapshot of the engine's log); comparing only
+reads. ``summary()``, ``to_dict()`` and the exception texts are Forkline's, word for word.
 """
 
 from __future__ import annotations
 
+from forkline_es.forkline.core._compare import compare_events, compare_steps, deep_compare
+from forkline_es.forkline.core._engine import ReplayContext, ReplayEngine, replay
 from forkline_es.forkline.core._errors import (
     DeterminismViolationError,
     MissingArtifactError,
@@ -19,15 +22,39 @@ from forkline_es.forkline.core._guards import (
     is_replay_mode_active,
     replay_mode,
 )
+from forkline_es.forkline.core._results import (
+    Divergence,
+    DivergencePoint,
+    DivergenceReason,
+    FieldDiff,
+    ReplayPolicy,
+    ReplayResult,
+    ReplayStatus,
+    ReplayStepResult,
+)
 
 __all__ = [
     "DeterminismViolationError",
+    "Divergence",
+    "DivergencePoint",
+    "DivergenceReason",
+    "FieldDiff",
     "MissingArtifactError",
+    "ReplayContext",
+    "ReplayEngine",
     "ReplayError",
     "ReplayOrderError",
+    "ReplayPolicy",
+    "ReplayResult",
+    "ReplayStatus",
+    "ReplayStepResult",
     "assert_not_in_replay_mode",
+    "compare_events",
+    "compare_steps",
+    "deep_compare",
     "get_replay_run_id",
     "guard_live_call",
     "is_replay_mode_active",
+    "replay",
     "replay_mode",
 ]

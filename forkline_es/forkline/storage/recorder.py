@@ -69,6 +69,9 @@ class RunRecorder(_Recorder):
             db_path, redaction_policy, durability=durability, max_payload_bytes=max_payload_bytes
         )
 
+    def __enter__(self) -> RunRecorder:
+        return self
+
     @classmethod
     def with_config(cls, db_path: str = "runs.db", redact_config_path: str | None = None) -> RunRecorder:
         """A recorder whose policy comes from a redaction config file (the default without one)."""

@@ -14,6 +14,7 @@ it is that value, and every row at or below it is visible in the snapshot.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
@@ -36,9 +37,8 @@ T = TypeVar("T")
 
 _INSERT_ROW: Final = (
     "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position"
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING position"
 )
-_INSERT_PAYLOAD: Final = "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, ?, ?)"
 #: Log-level tables a scratch copy takes (the projection tables are refolded there).
 _COPIED: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", "forkline_es_schema")
 
@@ -54,6 +54,18 @@ class PostgresDialect:
     _TYPELESS: Final = re.compile(r"^(\s*value\s+)NOT NULL", re.MULTILINE)
     _DROP_TABLE: Final = re.compile(r"(\bDROP TABLE IF EXISTS \w+);")
     _TEMP: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
+
+    # the tables of the schema the store uses, each with its indexes and TOAST
+    table_sizes = (
+        "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class AS c "
+        "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')"
+    )
+    database_size = "SELECT pg_database_size(current_database())"
+    free_space = "SELECT NULL"  # autovacuum's to manage; gc never runs VACUUM FULL
+
+    def byte_length(self, column: str) -> str:
+        return f"octet_length({column})"
 
     def each(self, alias: str, of: str = "int") -> str:
         return f"unnest(CAST(? AS {'bigint' if of == 'int' else 'text'}[])) AS {alias}(value)"
@@ -97,6 +109,11 @@ class PostgresBackend:
         self.read_only = read_only
         self.conn = pgc.connect(dsn)
         self._cur = PgCursor(self.conn.cursor())
+        #: The cursor of an appended row's statement (the first row's, when there are several).
+        self._insert = self.conn.cursor()
+        #: While an append's fold runs: its pipeline, which every cursor given out then uses
+        #: (a statement queued on a plain cursor would read as no rows).
+        self._pipeline: psycopg.Pipeline | None = None
         self._in_transaction = False
         #: The horizon a ``following`` snapshot fixed before it began; None otherwise.
         self._snapshot_horizon: int | None = None
@@ -124,7 +141,7 @@ class PostgresBackend:
         return self.conn
 
     def cursor(self) -> Cursor:
-        return PgCursor(self.conn.cursor())
+        return PgCursor(self.conn.cursor(), self._pipeline)
 
     def close(self) -> None:
         self.conn.close()
@@ -141,43 +158,47 @@ class PostgresBackend:
     def append(
         self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
     ) -> tuple[list[int], T | None]:
-        """Each row takes its position from the log's BEFORE INSERT trigger (behind the shared
-        barrier lock) and returns it; payload values and ``then`` in the same transaction."""
+        """Each row and its payload values in one prepared statement (``_append_sql``), which
+        takes the row's position from the log's BEFORE INSERT trigger (behind the shared
+        barrier lock); ``then`` and the COMMIT in the same transaction.
+
+        One row that nothing folds is that statement alone, in autocommit: its own
+        transaction, one round trip, as a raw insert. Otherwise in pipeline mode:
+        ``BEGIN``, the rows and ``COMMIT`` go together, one round trip, when nothing is
+        folded; with ``then``, the positions come back first (the
+        fold needs them) and its writes go with the COMMIT: two round trips, and one more
+        for each read the fold makes. An error of any statement is raised by the sync that
+        brings it back, and translated here as before.
+        """
         if self.read_only:
             self.refuse_write("append")
-        cur = self._cur
-        raw = cur.raw
+        statements = [_append(r) for r in rows]  # refused before anything is sent
+        if then is None and len(statements) == 1:
+            try:  # one statement: its own transaction, nothing to roll back if it fails
+                return [_position(self._insert.execute(*statements[0], prepare=True))], None
+            except psycopg.Error as e:
+                raise pgc.translate(e, "append") from None
+        conn = self.conn
+        inserts = [self._insert if i == 0 else conn.cursor() for i in range(len(statements))]
+        result: T | None = None
+        positions: list[int] = []
         try:
-            raw.execute("BEGIN")
             self._in_transaction = True
-            positions: list[int] = []
-            for r in rows:
-                if len(r.payloads) > SLOTS_PER_EVENT:
-                    raise StoreError(
-                        f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}"
-                    )
-                cur.execute(
-                    _INSERT_ROW,
-                    (
-                        r.run_id,
-                        r.seq,
-                        r.entry,
-                        r.generation,
-                        r.kind,
-                        r.at,
-                        r.key,
-                        r.body.decode(),
-                        r.digest,
-                        r.prev,
-                    ),
-                )
-                position = int(raw.fetchone()[0])  # type: ignore[index]
-                positions.append(position)
-                first = position * SLOTS_PER_EVENT
-                for k, (slot, value) in enumerate(r.payloads):
-                    cur.execute(_INSERT_PAYLOAD, (first + k, position, slot, value.decode()))
-            result = then(cur, positions) if then is not None else None
-            raw.execute("COMMIT")
+            with conn.pipeline() as pipeline:
+                self._cur.raw.execute("BEGIN")
+                for insert, (sql, params) in zip(inserts, statements, strict=True):
+                    insert.execute(sql, params, prepare=True)
+                if then is not None:
+                    pipeline.sync()  # the positions: round trip 1 of 2
+                    positions = [_position(insert) for insert in inserts]
+                    self._pipeline = pipeline
+                    try:
+                        result = then(PgCursor(conn.cursor(), pipeline), positions)
+                    finally:
+                        self._pipeline = None
+                self._cur.raw.execute("COMMIT")
+            if then is None:
+                positions = [_position(insert) for insert in inserts]
             self._in_transaction = False
         except BaseException as e:
             self._rollback()
@@ -209,8 +230,8 @@ class PostgresBackend:
     def snapshot(self, *, following: bool = False) -> Iterator[Cursor]:
         """REPEATABLE READ. ``following``: the horizon is read first (waiting for appends in
         flight), so every row up to it is in the snapshot; plain reads never wait."""
-        if self._in_transaction:
-            yield self._cur
+        if self._in_transaction:  # an append's fold included: its pipelined cursor
+            yield self._cur if self._pipeline is None else self.cursor()
             return
         try:
             top = pgc.horizon(self._cur) if following else None
@@ -269,7 +290,15 @@ class PostgresBackend:
 
     # -- space and scratch -------------------------------------------------------------------
 
-    def reclaim(self) -> Reclaimed:
+    def wal_bytes(self) -> int | None:
+        """The server's WAL files (pg_ls_waldir: superusers and pg_monitor members)."""
+        try:
+            ((size,),) = self._cur.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()").fetchall()
+        except psycopg.errors.InsufficientPrivilege:
+            return None
+        return int(size)
+
+    def reclaim(self, progress: Callable[[int, int], None] | None = None) -> Reclaimed:
         """Autovacuum gives space back on PostgreSQL; gc never runs VACUUM FULL on a shared
         database. The figures are the database's size in 8 KiB pages."""
         ((size,),) = self._cur.execute("SELECT pg_database_size(current_database())").fetchall()
@@ -333,6 +362,40 @@ class PostgresBackend:
             (list(_COPIED),),
         ).fetchall()
         return [str(t) for (t,) in rows]
+
+
+@functools.cache
+def _append_sql(values: int) -> str:
+    """One log row and its ``values`` payload values as one statement: the payload rows take
+    the position the log row was given (``id``: position * SLOTS_PER_EVENT + its place).
+    In psycopg's placeholders, sent as it is and prepared (one per number of values)."""
+    if not values:
+        return _INSERT_ROW
+    rows = ", ".join(f"({k}, %s, %s)" for k in range(values))
+    return (
+        f"WITH l AS ({_INSERT_ROW}), p AS (INSERT INTO payload (id, position, slot, value) "
+        f"SELECT l.position * {SLOTS_PER_EVENT} + v.k, l.position, v.slot, v.value "
+        f"FROM l CROSS JOIN (VALUES {rows}) AS v(k, slot, value)) SELECT position FROM l"
+    )
+
+
+def _append(r: NewRow) -> tuple[str, list[Any]]:
+    """``r``'s statement and its parameters; too many payload values is a StoreError."""
+    if len(r.payloads) > SLOTS_PER_EVENT:
+        raise StoreError(f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}")
+    params: list[Any] = [
+        r.run_id, r.seq, r.entry, r.generation, r.kind, r.at, r.key, r.body.decode(), r.digest, r.prev,
+    ]  # fmt: skip
+    for slot, value in r.payloads:
+        params += (slot, value.decode())
+    return _append_sql(len(r.payloads)), params
+
+
+def _position(insert: psycopg.Cursor[Any]) -> int:
+    """The position the row's statement gave it."""
+    row = insert.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _with_search_path(dsn: str, schema: str) -> str:

@@ -8,6 +8,11 @@ once (cached by its text): ``?`` outside literals, quoted identifiers and commen
 without parameters goes to psycopg as it is and unparsed, which is also how several
 ``;``-separated statements (projection DDL) run in one call, as apsw runs them.
 
+In pipeline mode (an append's fold, ``backend.PostgresBackend.append``) a ``PgCursor``
+made with the ``Pipeline`` queues each statement on a psycopg cursor of its own, so that
+every statement keeps its own result, and asking for rows (``fetchall``, iterating,
+``rowcount``) first syncs the pipeline: a write costs no round trip, a read one.
+
 Text goes in and comes out as ``str``: the connection's client encoding is UTF-8
 (``connection.connect``), so canonical JSON text round-trips byte for byte once encoded
 again. A ``bytes`` parameter stays ``bytea``, as it is a BLOB to SQLite: the seam decodes
@@ -89,10 +94,12 @@ class PgCursor:
     itself, iterable over tuples and with ``fetchall``; a statement without rows (an INSERT
     without RETURNING) iterates as empty, as apsw's does, instead of raising."""
 
-    __slots__ = ("_cur",)
+    __slots__ = ("_cur", "_pipeline")
 
-    def __init__(self, cur: psycopg.Cursor[Any]) -> None:
+    def __init__(self, cur: psycopg.Cursor[Any], pipeline: psycopg.Pipeline | None = None) -> None:
         self._cur = cur
+        #: Set in pipeline mode: each ``execute`` queues on a cursor of its own (module docstring).
+        self._pipeline = pipeline
 
     @property
     def raw(self) -> psycopg.Cursor[Any]:
@@ -102,27 +109,43 @@ class PgCursor:
     @property
     def rowcount(self) -> int:
         """How many rows the last statement changed or returned."""
+        self._arrived()
         return self._cur.rowcount
 
+    def _target(self) -> PgCursor:
+        """Where the next statement goes: this cursor, or in pipeline mode a fresh one."""
+        if self._pipeline is None:
+            return self
+        return PgCursor(self._cur.connection.cursor(), self._pipeline)
+
+    def _arrived(self) -> None:
+        """In pipeline mode, the statement's result once the server has sent it (a sync)."""
+        if self._pipeline is not None and self._cur.pgresult is None:
+            self._pipeline.sync()
+
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> PgCursor:
+        target = self._target()
         if params:
             query, numbered = pg_sql(sql)
-            self._cur.execute(query, _params(params, numbered))
+            target._cur.execute(query, _params(params, numbered))
         else:  # unparsed: no % to double, and ;-separated statements allowed
-            self._cur.execute(sql)
-        return self
+            target._cur.execute(sql)
+        return target
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> PgCursor:
+        target = self._target()
         query, numbered = pg_sql(sql)
-        self._cur.executemany(query, (_params(p, numbered) for p in params))
-        return self
+        target._cur.executemany(query, (_params(p, numbered) for p in params))
+        return target
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        self._arrived()
         if self._cur.description is None:
             return iter(())
         return iter(self._cur)
 
     def fetchall(self) -> list[tuple[Any, ...]]:
+        self._arrived()
         if self._cur.description is None:
             return []
         return self._cur.fetchall()

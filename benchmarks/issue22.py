@@ -1,0 +1,348 @@
+"""Issue 22's rows: import time, run-handle memory, group commit, the document cache.
+
+Each row is paired with its floor in the same run (``_harness.paired``): the machine is
+shared, so read the ratio. Single-threaded rows measure CPU time (``time.process_time``;
+in a fresh interpreter for imports and ``resume_run``), which other jobs on the machine
+disturb far less than wall time; the group-commit rows measure wall time, since waiting
+for an fsync is what they are about.
+
+    python -m benchmarks.issue22 [--quick]
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Final
+
+import apsw
+
+import forkline_es as fe
+from benchmarks._harness import Row, Trial, paired
+
+__all__ = ["main", "run"]
+
+_IMPORT: Final = "import time; c = time.process_time(); {what}; print(time.process_time() - c)"
+
+
+def _import_cpu(what: str) -> Trial:
+    """CPU seconds one fresh interpreter spends on ``what`` (``import ...``), one unit."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT.format(what=what)], check=True, capture_output=True, text=True
+    )
+    return Trial(1, float(out.stdout))
+
+
+def imports(repeats: int) -> Row:
+    """``import forkline_es`` against ``import apsw, msgspec`` (its two native dependencies)."""
+    return paired(
+        "import forkline_es (CPU time in a fresh interpreter; target <= 0.08 s)",
+        lambda: _import_cpu("import forkline_es"),
+        lambda: _import_cpu("import apsw, msgspec"),
+        "import apsw, msgspec",
+        repeats,
+        unit="imports/s",
+    )
+
+
+_files = itertools.count()
+
+_RAW_DDL: Final = """
+CREATE TABLE log (
+    position INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    entry INTEGER, generation INTEGER NOT NULL, kind TEXT NOT NULL, at TEXT NOT NULL,
+    key TEXT NOT NULL, body TEXT NOT NULL, digest TEXT NOT NULL, prev TEXT, UNIQUE (run_id, seq)
+)
+"""
+_RAW_INSERT: Final = (
+    "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
+    "VALUES (?, ?, ?, 0, 'step-begun', '2026-01-01T00:00:00Z', ?, ?, 'sha256:x', NULL)"
+)
+
+
+def _fresh(workdir: Path, stem: str) -> Path:
+    return workdir / f"{stem}-{next(_files)}.db"
+
+
+def _callers(workdir: Path, threads: int, per: int, durability: fe.store.Durability) -> Trial:
+    """``threads`` threads of one store, each recording ``per`` steps of its own run, one
+    ``begin_step`` (one commit) a call; timed from a barrier to the last call's return."""
+    store = fe.Store.open(_fresh(workdir, f"callers{threads}"), durability=durability)
+    runs = [store.start_run(workflow="bench/callers", run_id=f"caller-{t}") for t in range(threads)]
+    barrier = threading.Barrier(threads + 1)
+    ends: list[float] = []
+
+    def record(run: fe.Run) -> None:
+        barrier.wait()
+        for i in range(per):
+            run.begin_step(f"s/{i}", arguments={"i": i})
+        ends.append(time.perf_counter())
+
+    workers = [threading.Thread(target=record, args=(r,)) for r in runs]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for w in workers:
+        w.join()
+    seconds = max(ends) - start
+    counted = store.log.backend.cursor().execute("SELECT count(*) FROM log").fetchall()[0][0]
+    store.close()
+    assert counted == threads * (per + 1), counted  # every acknowledged event is there, once
+    return Trial(threads * per, seconds)
+
+
+def _raw_single(workdir: Path, n: int, durability: str) -> Trial:
+    """The per-call ceiling: one log-shaped INSERT per ``BEGIN IMMEDIATE ... COMMIT``."""
+    conn = apsw.Connection(str(_fresh(workdir, "raw")))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+    conn.execute(_RAW_DDL)
+    cur = conn.cursor()
+    values = [("raw", i, i, f"begin:0:s/{i}", f'{{"path":"s/{i}"}}') for i in range(1, n + 1)]
+    start = time.perf_counter()
+    for v in values:
+        cur.execute("BEGIN IMMEDIATE")
+        cur.execute(_RAW_INSERT, v)
+        cur.execute("COMMIT")
+    seconds = time.perf_counter() - start
+    conn.close()
+    return Trial(n, seconds)
+
+
+def group_commit(workdir: Path, threads: int, per: int, repeats: int) -> list[Row]:
+    """Many callers in one process against one caller (``full``) and the raw ceiling (``normal``)."""
+    return [
+        paired(
+            f"{threads} threads of one store, own runs, begin_step per commit (target >= 4x one caller)",
+            lambda: _callers(workdir, threads, per, "full"),
+            lambda: _callers(workdir, 1, per, "full"),
+            "one caller, same store API",
+            repeats,
+            durability="full",
+            target=4.0,
+        ),
+        paired(
+            f"{threads} threads of one store, own runs, begin_step per commit (target >= 0.6 of the ceiling)",
+            lambda: _callers(workdir, threads, per, "normal"),
+            lambda: _raw_single(workdir, threads * per, "normal"),
+            "raw apsw, one INSERT per txn, one caller",
+            repeats,
+            target=0.6,
+        ),
+        paired(
+            "one caller, begin_step per commit (for reference: the per-call path)",
+            lambda: _callers(workdir, 1, threads * per, "normal"),
+            lambda: _raw_single(workdir, threads * per, "normal"),
+            "raw apsw, one INSERT per txn, one caller",
+            repeats,
+        ),
+    ]
+
+
+def _concluded_run(store: fe.Store, steps: int) -> str:
+    run = store.start_run(workflow="bench/read", inputs={"n": steps})
+    for i in range(steps):
+        path = f"step/{i}"
+        run.begin_step(path, arguments={"i": i})
+        run.end_step(path, "succeeded", result={"i": i})
+    run.conclude("succeeded")
+    return run.id
+
+
+def _read(store: fe.Store, run_id: str, cold: bool) -> Trial:
+    if cold:
+        store.documents.clear()
+    start = time.process_time()
+    store.get_run_record(run_id)
+    return Trial(1, time.process_time() - start)
+
+
+def _decode_floor(path: Path, run_id: str) -> Trial:
+    """Plain apsw reading the run's log rows and msgspec decoding each body (CPU time)."""
+    import msgspec
+
+    conn = apsw.Connection(str(path))
+    start = time.process_time()
+    rows = conn.execute("SELECT body FROM log WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+    [msgspec.json.decode(b) for (b,) in rows]
+    seconds = time.process_time() - start
+    conn.close()
+    return Trial(1, seconds)
+
+
+def _document_floor(text: bytes) -> Trial:
+    """Decoding the run's document bytes with msgspec, the collector paused (as ours does):
+    the issue's "decode floor", what any reader of the document pays."""
+    import gc
+
+    import msgspec
+
+    gc.disable()
+    try:
+        start = time.process_time()
+        msgspec.json.decode(text)
+        seconds = time.process_time() - start
+    finally:
+        gc.enable()
+    return Trial(1, seconds)
+
+
+def reads(workdir: Path, steps: int, repeats: int) -> list[Row]:
+    """``get_run_record`` of a concluded run, first read (cold cache) and repeat read."""
+    path = _fresh(workdir, "reads")
+    with fe.Store.open(path) as store:
+        run_id = _concluded_run(store, steps)
+        text = store.export_run_record(run_id)
+        return [
+            paired(
+                f"get_run_record, concluded run of {steps:,} steps, first read (target <= 1.25x the floor)",
+                lambda: _read(store, run_id, True),
+                lambda: _document_floor(text),
+                "msgspec decode of its document bytes",
+                repeats,
+                unit="reads/s",
+                target=0.8,
+            ),
+            paired(
+                f"get_run_record, concluded run of {steps:,} steps, repeat read (target <= 1.05x the floor)",
+                lambda: _read(store, run_id, False),
+                lambda: _document_floor(text),
+                "msgspec decode of its document bytes",
+                repeats,
+                unit="reads/s",
+                target=1 / 1.05,
+            ),
+        ]
+
+
+_HANDLE: Final = """
+import gc, sys, time, tracemalloc
+import forkline_es as fe
+path, steps, run_id = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with fe.Store.open(path) as store:
+    gc.collect()
+    c = time.process_time()
+    handle = store.resume_run(run_id)
+    cpu = time.process_time() - c
+    del handle
+    gc.collect()
+    tracemalloc.start()
+    handle = store.resume_run(run_id)
+    gc.collect()
+    print(cpu, tracemalloc.get_traced_memory()[0])
+"""
+
+
+def handle(workdir: Path, steps: int, repeats: int) -> list[Row]:
+    """A run handle at ``steps`` steps (2 events each): its memory and ``resume_run``'s CPU time,
+    each in a fresh process; the floor for resume is reading the run's rows (no fold)."""
+    path = _fresh(workdir, "handle")
+    with fe.Store.open(path) as store:
+        run = store.start_run(workflow="bench/handle")
+        for i in range(steps):
+            run.begin_step(f"s/{i}", arguments={"i": i})
+            run.end_step(f"s/{i}", "succeeded", result={"i": i})
+        run_id = run.id
+    cpu: list[float] = []
+    memory: list[float] = []
+
+    def resume() -> Trial:
+        out = subprocess.run(
+            [sys.executable, "-c", _HANDLE, str(path), str(steps), run_id],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        cpu.append(float(out[0]))
+        memory.append(int(out[1]) / 1e6)
+        return Trial(1, float(out[0]))
+
+    row = paired(
+        f"resume_run at {steps:,} steps (CPU; target <= 100 ms)",
+        resume,
+        lambda: _decode_floor(path, run_id),
+        "raw apsw scan + msgspec decode of its rows",
+        repeats,
+        unit="resumes/s",
+    )
+    import statistics
+
+    mem = statistics.median(memory)
+    return [
+        row,
+        Row(
+            workload=f"run handle at {steps:,} steps, tracemalloc (target <= 10 MB)",
+            ours=mem,
+            theirs=None,
+            peer=None,
+            unit="MB",
+            spread=(max(memory) - min(memory)) / mem if mem else 0.0,
+            repeats=repeats,
+        ),
+    ]
+
+
+_PROSE: Final = (
+    "The customer asked whether the invoice for March included the discount agreed in the "
+    "February call; the agent checked the ledger, found the credit note and drafted a reply. "
+) * 6
+
+
+def storage(workdir: Path, steps: int) -> Row:
+    """Bytes on disk per event of an agent-like run (per step: begin with ~300 B of
+    arguments, invoke, a result of ~1 KB of prose, end), after a checkpoint; the floor is
+    the logical bytes (every log column's text and every payload value), with no index."""
+    path = _fresh(workdir, "storage")
+    artifact = "sha256:" + "ab" * 32
+    with fe.Store.open(path) as store:
+        run = store.start_run(workflow="bench/agent", inputs={"task": "reply to the customer"})
+        for i in range(steps):
+            p = f"turn/{i}"
+            run.begin_step(p, arguments={"messages": [{"role": "user", "content": _PROSE[:300]}], "i": i})
+            run.invoke(p, 1, "llm.complete", artifact, "not-dispatched")
+            run.result(p, 1, "succeeded", result={"text": _PROSE, "tokens": 412})
+            run.end_step(p, "succeeded")
+        run.conclude("succeeded")
+        conn = store.log.backend.connection()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        events = conn.execute("SELECT count(*) FROM log").fetchall()[0][0]
+        logical = conn.execute(
+            "SELECT (SELECT sum(length(run_id) + length(kind) + length(at) + length(key) + length(body)"
+            " + length(digest) + coalesce(length(prev), 0) + 24) FROM log)"
+            " + (SELECT sum(length(value) + 16) FROM payload)"
+        ).fetchall()[0][0]
+    size = path.stat().st_size
+    return Row(
+        workload=f"bytes per event on disk, agent-like run of {steps:,} steps (target <= 0.6 of ~1 KB)",
+        ours=size / events,
+        theirs=logical / events,
+        peer="logical bytes (columns + values, no index)",
+        unit="bytes/event",
+        spread=0.0,
+        ratio=size / logical,
+    )
+
+
+def run(quick: bool, workdir: Path) -> list[Row]:
+    repeats = 5 if quick else 15
+    rows = [imports(repeats)]
+    rows += group_commit(workdir, 8, 100 if quick else 1_000, 3 if quick else 5)
+    rows += reads(workdir, 1_000 if quick else 10_000, 3 if quick else 9)
+    rows += handle(workdir, 5_000 if quick else 50_000, 3)
+    rows.append(storage(workdir, 500 if quick else 10_000))
+    return rows
+
+
+def main() -> None:
+    from benchmarks.run import standalone
+
+    standalone("issue22")
+
+
+if __name__ == "__main__":
+    main()

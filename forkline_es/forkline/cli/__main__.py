@@ -1,0 +1,3 @@
+from forkline_es.forkline.cli import main
+
+main()
