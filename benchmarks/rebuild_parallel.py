@@ -16,7 +16,7 @@ recoveries are out of its reach (the generated log has none).
 Rates are by wall time and by the critical path's CPU time (the slowest worker's plus the
 merge's): the rate N otherwise idle cores would give, since the machine is shared.
 
-    python -m benchmarks.rebuild_parallel [--events N] [--workers N] [--repeats N]
+    python -m benchmarks.rebuild_parallel [--events N | --log FILE] [--workers N] [--repeats N]
 """
 
 from __future__ import annotations
@@ -162,11 +162,15 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--log", type=Path, help="a store to copy instead of generating --events")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rebuild-parallel-") as tmp:
         workdir = Path(tmp)
         source = workdir / "source.db"
-        _generate(source, args.events)
+        if args.log is None:
+            _generate(source, args.events)
+        else:
+            _copy(args.log, source)
         ours, theirs = workdir / "single.db", workdir / "parallel.db"
         _copy(source, ours)
         _copy(source, theirs)
