@@ -3,7 +3,7 @@
 A refold drops and creates the projection tables, which changes SQLite's schema cookie
 (``PRAGMA schema_version``, read from page 1, which every transaction has cached). So a
 handle remembers the cookie of the snapshot in which it saw the stored versions equal its
-own, and each write transaction that folds compares it first: only when it moved (a
+own, and the fold of each appended event compares it first: only when it moved (a
 refold, a migration, a gc that rewrote the schema) are the versions read again. Another
 process's open never waits for this one: a handle of an older version is refused at its
 next fold instead, with nothing of that transaction written.
