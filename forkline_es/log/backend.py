@@ -23,7 +23,7 @@ from typing import Any, NoReturn, Protocol, TypeVar
 from forkline_es.errors import ForklineError
 from forkline_es.log.rows import NewRow
 
-__all__ = ["Backend", "Cursor", "Dialect", "Reclaimed", "Rows", "TriggerDifference"]
+__all__ = ["Backend", "Cursor", "Dialect", "ProjectorFence", "Reclaimed", "Rows", "TriggerDifference"]
 
 T = TypeVar("T")
 
@@ -132,8 +132,46 @@ class Reclaimed:
     not_done: tuple[str, ...]
 
 
+class ProjectorFence(Protocol):
+    """Keeps handles of different projector versions from folding into one database at once
+    (a rolling upgrade): ``key`` names a handle's whole set of projector versions.
+
+    The projections' runner reads the stored versions and decides; the fence only makes the
+    decision hold across processes and hosts, each database in its own way.
+    """
+
+    def hold_read(self, cur: Cursor, key: int) -> bool:
+        """``cur``'s snapshot read the stored versions as ``key``'s: hold them from there if
+        this database can (True), else do nothing (False: ``gate``, then ``hold``)."""
+        ...
+
+    def gate(self, cur: Cursor) -> None:
+        """In a write transaction, before the stored versions are read: until it ends, no
+        other handle reads them to hold or change them."""
+        ...
+
+    def others(self, cur: Cursor, key: int) -> bool:
+        """Under ``gate``: whether a handle of another version set may still fold (a refold
+        to ``key`` must then be refused)."""
+        ...
+
+    def hold(self, cur: Cursor, key: int) -> None:
+        """Under ``gate``, the stored versions being ``key``'s: this handle folds with them."""
+        ...
+
+    def changed(self, cur: Cursor) -> bool:
+        """In a write transaction that folds: whether the stored versions may differ from
+        what this handle holds (then they are read again). False when it holds nothing."""
+        ...
+
+
 class Backend(Protocol):
     """One database under the log; see the module docstring for the rules above it."""
+
+    @property
+    def projectors(self) -> ProjectorFence:
+        """Projector versions across processes and hosts (a rolling upgrade)."""
+        ...
 
     @property
     def dialect(self) -> Dialect: ...

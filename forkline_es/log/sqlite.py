@@ -32,6 +32,7 @@ from forkline_es.log.group import Batch, Outcome
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import END_OF_LOG, EVICTED_RUN_REFUSED, SLOTS_PER_EVENT
 from forkline_es.log.scratch import new_check_copy, remove_check_copy, sweep_check_copies
+from forkline_es.log.sqlite_fence import SqliteFence
 from forkline_es.log.triggers import TriggerDifference, trigger_differences
 from forkline_es.log.wal import WalWatch, release
 
@@ -168,6 +169,7 @@ class SqliteBackend:
         #: Held for each transaction: threads share the one connection (group commit,
         #: ``log.group``), and a statement of another thread must never run inside ours.
         self._lock = threading.RLock()
+        self.projectors = SqliteFence()
 
     translate = staticmethod(translate)
 

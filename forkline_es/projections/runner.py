@@ -36,6 +36,7 @@ from forkline_es.log.events import (
     decode_body,
 )
 from forkline_es.log.rows import LogRow
+from forkline_es.projections import versions
 from forkline_es.projections.model import RunSummary, StepView
 from forkline_es.projections.render import entry_fragment, step_fragment
 from forkline_es.projections.sql import DDL, TABLES, EntryRow, Persister
@@ -150,26 +151,29 @@ class Projections:
         A projector lags only when its position is a number: rows after it were appended
         without folding (appends made through a store fold in their own transaction and
         leave it NULL). Both decisions are re-taken inside the write transaction: another
-        process may be appending (and folding) between our first look and our lock.
+        process may be appending (and folding) between our first look and our lock. A writer
+        then holds its versions (``versions``, the backend's ``ProjectorFence``): it never
+        folds into tables another version refolded.
         """
+        fence, key = self.log.backend.projectors, versions.key_of(self.versions)
         with self.log.snapshot() as cur:
-            if not self._outdated(cur) and self._lagging(cur) is None:
+            settled = not self._outdated(cur) and self._lagging(cur) is None
+            if settled and (self.log.read_only or fence.hold_read(cur, key)):
                 return
         if self.log.read_only:
             self._fold_privately()
             return
         with self.log.transaction("catch up projections") as cur:
+            fence.gate(cur)  # the versions read from here on stay so until we hold them
             if self._outdated(cur):
                 _log.info("projections_outdated", wanted=self.versions)
                 self._refold(cur)
-                return
-            folded = self._lagging(cur)
-            if folded is None:
-                return
-            for row in self.log.read_from(folded, upto=self.log.backend.horizon(cur), cur=cur):
-                self.apply(cur, row, row.event())
-            self.persist.mark_live(cur)
-            _log.info("projections_caught_up", after=folded)
+            elif (folded := self._lagging(cur)) is not None:
+                for row in self.log.read_from(folded, upto=self.log.backend.horizon(cur), cur=cur):
+                    self.apply(cur, row, row.event())
+                self.persist.mark_live(cur)
+                _log.info("projections_caught_up", after=folded)
+            fence.hold(cur, key)
 
     def _fold_privately(self) -> None:
         """A read-only store whose projections are behind the log or of another version: fold
@@ -212,6 +216,8 @@ class Projections:
     def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor."""
         behind = self._pending
+        if behind is None and self.log.backend.projectors.changed(cur):
+            self._verify(cur)  # another process may have refolded with other versions
         cache = self._cache.get(row.run_id)
         if cache is None or cache.seq != row.seq - 1:
             cache = self._reload(cur, row)
@@ -265,6 +271,13 @@ class Projections:
                 behind.flush_run(cur, self.persist, row.run_id)
             del self._cache[row.run_id]  # later events (retention) reload from the tables
 
+    def _verify(self, cur: Cursor) -> None:
+        """Fold on only if the stored versions are still ours (else nothing is written)."""
+        stored = versions.stored_versions(cur)
+        if stored != self.versions:
+            versions.refuse_changed(stored, self.versions)
+        self.log.backend.projectors.hold(cur, versions.key_of(stored))
+
     def _reload(self, cur: Cursor, row: LogRow) -> _RunCache:
         """A fresh cache for ``row``'s run: empty at its first event, else read from the tables."""
         if self._pending is not None:
@@ -301,6 +314,12 @@ class Projections:
         return folded
 
     def _refold(self, cur: Cursor, progress: Progress | None = None) -> int:
+        fence = self.log.backend.projectors
+        fence.gate(cur)  # nobody holds or changes the versions until this refold commits
+        stored = versions.stored_versions(cur)
+        versions.refuse_older(stored, self.versions)
+        if fence.others(cur, versions.key_of(self.versions)):
+            versions.refuse_others(stored, self.versions)
         dialect = self.log.dialect
         for table in self.tables:
             cur.execute(dialect.ddl(f"DROP TABLE IF EXISTS {table};"))  # views over it go too

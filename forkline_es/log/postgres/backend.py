@@ -27,6 +27,7 @@ from forkline_es.errors import StoreError
 from forkline_es.log.backend import Backend, Cursor, Reclaimed, TriggerDifference
 from forkline_es.log.postgres import connection as pgc
 from forkline_es.log.postgres.cursor import PgCursor
+from forkline_es.log.postgres.fence import PostgresFence
 from forkline_es.log.postgres.schema import END_OF_LOG
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
@@ -117,6 +118,7 @@ class PostgresBackend:
         self._in_transaction = False
         #: The horizon a ``following`` snapshot fixed before it began; None otherwise.
         self._snapshot_horizon: int | None = None
+        self.projectors = PostgresFence()
         if create and not read_only:
             try:
                 pgc.ensure_schema(self.conn)
