@@ -326,6 +326,7 @@ class Store:
         """
         check_text(run_id, "run_id")
         state = RunState(run_id=run_id)
+        state.fold_all()
         with self.log.snapshot() as cur:
             if self.log.eviction(run_id, cur) is not None:
                 raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")
@@ -338,6 +339,7 @@ class Store:
                 state.apply_row(row)
         if state.seq == 0:
             raise RunNotFound(f"no run {run_id!r} in {self.path}")
+        state.compact()
         return Run(self, state)
 
     def _commit(self, row: NewRow, event: EventBody) -> int:
