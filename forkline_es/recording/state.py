@@ -12,6 +12,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Final, overload
 
 import msgspec
@@ -224,6 +225,23 @@ class _Texts:
             if not self.bulk and len(self._recent) > max(1024, len(self._order) >> 3):
                 self.compact()
         return number
+
+    def add_many(self, texts: list[str]) -> None:
+        """``add`` each of ``texts`` (indexed) in one go: a resume's keys."""
+        if not texts:
+            return
+        first = len(self._ends)
+        encoded = [t.encode() for t in texts]
+        start = len(self._buf)
+        self._buf += b"".join(encoded)
+        ends = list(accumulate(map(len, encoded), initial=start))[1:]
+        if self._ends.typecode == "I" and ends[-1] > 0xFFFFFFFF:
+            self._ends = _widened(self._ends)
+        self._ends.extend(ends)
+        self._recent.update(zip(texts, range(first, first + len(texts)), strict=True))
+        self._indexed += len(texts)
+        if not self.bulk:
+            self.compact()
 
     def find(self, text: str) -> int | None:
         """The number last added under ``text`` (indexed), or None."""
@@ -541,6 +559,59 @@ class RunState:
         """Fold a row read back from the log (resuming a run, adopting a lost acknowledgement)."""
         self.apply(row.seq, row.entry, row.generation, row.key, row.digest, row.body.encode(), row.event())
 
+    def fold(self, rows: Iterable[LogRow]) -> None:
+        """Fold a run's rows read back from the log in seq order (a resume), then ``compact``.
+
+        Begun, invoked, result and ended entries, nearly all of a long run, are decoded
+        only as far as the state needs (path and attempt), with the other kinds' fold
+        (``apply``) inlined; every other row goes through ``apply`` itself.
+        """
+        self.fold_all()
+        keys, digests, is_entry, kinds = self._keys, self._digests, self._is_entry, self._kind
+        attempts, superseded, status = self._attempt, self._superseded, self._status
+        light, blake2b = _LIGHT.decode, hashlib.blake2b
+        pending: list[str] = []  # keys of the rows folded here, numbered once apply needs it
+        for row in rows:
+            code = _LIGHT_KINDS.get(row.kind)
+            if code is None or row.entry is None or row.seq != self.seq + 1 or not self._gen:
+                keys.add_many(pending)
+                pending.clear()
+                self.apply_row(row)
+                continue
+            body = row.body.encode()
+            facts = light(body)
+            pid = self._paths.find(facts.path)
+            if pid is None:
+                pid = self._path_id(facts.path)
+            generation = row.generation
+            self.seq, self.last_digest, self.entries = row.seq, row.digest, row.entry
+            pending.append(row.key)
+            digests += blake2b(body, digest_size=16).digest()
+            is_entry.append(1)
+            if self._gen[-1] != generation:
+                self._gen_from.append(len(kinds))
+                self._gen.append(generation)
+            kinds.append(code)
+            self._pid.append(pid)  # a 4-byte column: pids stay far below 2**31 here
+            attempts.append(_UNSET if facts.attempt is None else facts.attempt)
+            superseded.append(0)
+            if code == _BEGUN:
+                status[pid] = _ACTIVE
+                self._begun[pid] = generation
+            elif code == _ENDED:
+                status[pid] = _DONE
+            elif code == _INVOKED:
+                assert facts.attempt is not None
+                if facts.attempt > self._max_attempt[pid]:
+                    self._max_attempt[pid] = facts.attempt
+                if status[pid] == _NONE:
+                    status[pid] = _ACTIVE
+                self.open_invokes.add((facts.path, facts.attempt))
+            else:
+                self.open_invokes.discard((facts.path, facts.attempt))
+        keys.add_many(pending)
+        self.compact()
+
     def _recover(self, supersedes: list[int], generation: int) -> None:
         self.generation = generation
         self.open_invokes.clear()  # a later result cannot answer an earlier generation's invoke
@@ -744,6 +815,19 @@ def check_recover_shape(supersedes: object) -> list[int]:
 def check_attempt(attempt: object) -> None:
     if type(attempt) is not int or not 1 <= attempt <= LARGEST_NUMBER:
         raise InvalidRequest(f"attempt must be an integer from 1 to 2**63 - 1, not {shown(attempt)}")
+
+
+class _Light(msgspec.Struct, frozen=True):
+    """The fields of a begun, invoked, result or ended event that ``RunState.fold`` reads."""
+
+    path: str
+    attempt: int | None = None
+
+
+_LIGHT: Final = msgspec.json.Decoder(_Light)
+_LIGHT_KINDS: Final = {
+    kind: _KIND_CODE[kind] for kind in ("step-begun", "action-invoked", "action-result", "step-ended")
+}
 
 
 def _kind(event: EventBody) -> str:
