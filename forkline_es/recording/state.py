@@ -349,7 +349,7 @@ class RunState:
     A long run's handle stays small: per entry and per path the facts are packed in
     columns (``array``, ``bytearray``) rather than objects, idempotency keys and step
     paths live in ``_Texts``, and each call is remembered by a 16-byte digest, not its
-    body: about 90 bytes an event in all, where a dict of objects took about 440.
+    body: about 85 bytes an event in all (8.3 MB at 50,000 steps), where dicts of objects took 440.
     """
 
     run_id: str
