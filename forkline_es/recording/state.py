@@ -222,7 +222,7 @@ class _Texts:
         if indexed:
             self._indexed += 1
             self._recent[text] = number
-            if not self.bulk and len(self._recent) > max(1024, len(self._order) >> 3):
+            if not self.bulk and len(self._recent) > max(4096, len(self._order) >> 2):
                 self.compact()
         return number
 
@@ -381,6 +381,7 @@ class RunState:
     _status: bytearray = field(default_factory=bytearray)
     _begun: array[int] = field(default_factory=lambda: array("q"))
     _max_attempt: array[int] = field(default_factory=lambda: array("q"))
+    _last_path: tuple[str | None, int] = (None, _UNSET)
     #: (path, attempt) invoked in the current generation, without a result yet
     open_invokes: set[tuple[str, int]] = field(default_factory=set)
     children: set[str] = field(default_factory=set)
@@ -446,17 +447,28 @@ class RunState:
         """The generation of the entry at index ``i``."""
         return self._gen[bisect_right(self._gen_from, i) - 1]
 
-    def _path_id(self, path: str) -> int:
+    def _find_path(self, path: str) -> int | None:
+        """The path's number; the last one found is kept, since a call checks, then folds,
+        the same path (a path's number never changes)."""
+        if path == self._last_path[0]:
+            return self._last_path[1]
         pid = self._paths.find(path)
+        if pid is not None:
+            self._last_path = (path, pid)
+        return pid
+
+    def _path_id(self, path: str) -> int:
+        pid = self._find_path(path)
         if pid is None:
             pid = self._paths.add(path)
             self._status.append(_NONE)
             self._begun.append(_UNSET)
             self._max_attempt.append(0)
+            self._last_path = (path, pid)
         return pid
 
     def _status_of(self, path: str) -> int:
-        pid = self._paths.find(path)
+        pid = self._find_path(path)
         return _NONE if pid is None else self._status[pid]
 
     # -- folding ---------------------------------------------------------------------
@@ -680,7 +692,7 @@ class RunState:
 
     def check_begin(self, path: str) -> None:
         self.check_open()
-        pid = self._paths.find(path)
+        pid = self._find_path(path)
         if pid is not None and self._status[pid] == _DONE:
             raise Conflict(
                 f"step {path!r} already ended; a recovery must supersede its entries before it runs again"
@@ -692,7 +704,7 @@ class RunState:
         self.check_open()
         check_attempt(attempt)
         check_word(dispatch, INVOKE_DISPATCH, "invoke dispatch")
-        pid = self._paths.find(path)
+        pid = self._find_path(path)
         if pid is not None and self._status[pid] == _DONE:
             raise Conflict(f"step {path!r} already ended; it cannot be invoked again")
         previous = 0 if pid is None else self._max_attempt[pid]
