@@ -484,10 +484,11 @@ class RunState:
         event: EventBody,
     ) -> None:
         """Fold one event that is in the log (never called for a refused call)."""
-        while seq > len(self._keys) + 1:  # seqs are consecutive; keep the numbering if not
-            self._keys.add("", indexed=False)
-            self._digests += bytes(16)
-            self._is_entry.append(0)
+        if seq != self.seq + 1:  # seqs are consecutive; keep the numbering if not
+            while seq > len(self._keys) + 1:
+                self._keys.add("", indexed=False)
+                self._digests += bytes(16)
+                self._is_entry.append(0)
         self._is_entry.append(entry is not None)
         self.seq = seq
         self.last_digest = digest
