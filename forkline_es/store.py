@@ -450,7 +450,8 @@ class Store:
         if beside is None:
             raise InvalidRequest(
                 f"{self.path} keeps no artifact files beside it; open it with "
-                "fe.Store.open(location, artifacts='/a/folder/every/host/shares')"
+                "fe.Store.open(location, artifacts='/a/folder/every/host/shares') "
+                "(on the command line: forkline-es --artifacts FOLDER ...)"
             )
         return ArtifactFiles.for_database(beside)
 

@@ -25,6 +25,7 @@ from forkline_es.log.opening import driver_errors, is_dsn, translate_driver_erro
 from forkline_es.store import Store
 
 __all__ = [
+    "ARTIFACTS",
     "EXIT_DIFFERENCE",
     "EXIT_OK",
     "EXIT_REFUSED",
@@ -122,6 +123,8 @@ def paged(f: F) -> F:
 
 #: The root context's meta key ``forkline-es --no-pager`` sets.
 NO_PAGER: Final = "forkline_es.no_pager"
+#: Where ``forkline-es --artifacts DIR`` (or $FORKLINE_ES_ARTIFACTS) keeps the folder for the store.
+ARTIFACTS: Final = "forkline_es.artifacts"
 
 
 def fail(message: str, code: int = EXIT_REFUSED) -> None:
@@ -165,6 +168,13 @@ def _refuse_missing(db: str) -> None:
         fail(f"{what} at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
 
 
+def _artifacts() -> str | None:
+    """The artifact folder ``forkline-es --artifacts DIR`` names: a PostgreSQL store keeps
+    none beside it, so commands that read or add artifact files need it there."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.find_root().meta.get(ARTIFACTS)
+
+
 def open_read_only(db: str, damaged: int = EXIT_REFUSED) -> Store:
     """Open an existing database for a read command (``runs``, ``show``, ``verify``, ...).
 
@@ -173,7 +183,7 @@ def open_read_only(db: str, damaged: int = EXIT_REFUSED) -> Store:
     """
     _refuse_missing(db)
     with refusals(damaged):
-        return Store.open(db, read_only=True)
+        return Store.open(db, read_only=True, artifacts=_artifacts())
     raise AssertionError("unreachable")
 
 
@@ -187,7 +197,7 @@ def open_for_read(db: str) -> Store:
 def open_for_write(db: str) -> Store:
     """Open or create a database; a Forkline runs.db is refused with the commands that import it."""
     try:
-        return Store.open(db)
+        return Store.open(db, artifacts=_artifacts())
     except StoreError as e:
         fail(str(e))
     except RecordError as e:

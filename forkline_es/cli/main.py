@@ -20,7 +20,7 @@ from forkline_es.cli import (
     stats,
     verify,
 )
-from forkline_es.cli._common import NO_PAGER
+from forkline_es.cli._common import ARTIFACTS, NO_PAGER
 
 __all__ = ["SECTIONS", "main", "summary"]
 
@@ -74,9 +74,17 @@ class SectionedGroup(click.Group):
     help="The database for every subcommand: a SQLite file or a postgresql:// URL (each "
     "also takes --db; default $FORKLINE_ES_DB, else runs.db).",
 )
+@click.option(
+    "--artifacts",
+    default=None,
+    envvar="FORKLINE_ES_ARTIFACTS",
+    type=click.Path(file_okay=False),
+    help="The artifact folder of the store (default $FORKLINE_ES_ARTIFACTS, else the folder "
+    "beside a SQLite file); a PostgreSQL store needs it for artifact files.",
+)
 @click.option("--no-pager", is_flag=True, help="Never page long output (a terminal pages it by default).")
 @click.pass_context
-def main(ctx: click.Context, db: str | None, no_pager: bool) -> None:
+def main(ctx: click.Context, db: str | None, artifacts: str | None, no_pager: bool) -> None:
     """Record, inspect, diff and verify durable runs kept in an event-sourced SQLite log.
 
     Every command takes --db PATH or a postgresql:// URL (default $FORKLINE_ES_DB, else
@@ -86,6 +94,7 @@ def main(ctx: click.Context, db: str | None, no_pager: bool) -> None:
     difference or a mismatch, 2 a usage error or a refusal (its code is printed).
     """
     ctx.meta[NO_PAGER] = no_pager
+    ctx.meta[ARTIFACTS] = artifacts
     if db is not None:
         ctx.default_map = _db_defaults(main, db)
 

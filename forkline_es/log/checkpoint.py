@@ -74,6 +74,11 @@ _FRAME_HEADER: Final = 24
 _LAG_FRAMES: Final = 256
 #: Past the bound, the WAL is written out to disk each time it grew by this much.
 _FLUSH_BYTES: Final = 32 * 1024 * 1024
+#: After a checkpoint that could not restart the WAL, this connection tries again only once
+#: the WAL has grown by this many frames (unless it is past ``URGENT_BYTES``). Amid several
+#: writer processes, every commit past the interval used to try a PASSIVE checkpoint (one
+#: commit in three or four), each copying a few frames behind an fsync of the WAL.
+_RETRY_FRAMES: Final = 500
 
 _log = get_logger("forkline_es.log")
 
@@ -128,10 +133,12 @@ class WalBound:
     """The checkpoint policy of one connection (see the module docstring); ``install``'s
     hook calls ``after`` once a commit leaves the usual interval's frames in the WAL."""
 
-    __slots__ = ("_flushed", "_gave_up", "_page", "_retry_at", "_waiter")
+    __slots__ = ("_flushed", "_gave_up", "_page", "_retry_at", "_waiter", "due")
 
     def __init__(self, waiter: Waiter) -> None:
         self._waiter = waiter
+        #: No checkpoint before the WAL holds this many frames (0: at the usual interval).
+        self.due = 0
         self._retry_at = 0.0  # no RESTART attempt before this (monotonic)
         self._gave_up = False  # waited READER_WAIT for the reader now behind: not again
         self._page = 0  # the page size, read at the first checkpoint
@@ -160,10 +167,15 @@ class WalBound:
                     restart = checkpoint(conn, "RESTART", SHORT_WAIT, self._waiter, schema)
                     if not restart.done and restart.log >= 0:  # timed out (-1: another checkpoint ran)
                         self._retry_at = now + _BACKOFF
+                        self.due = frames + _RETRY_FRAMES
+                else:
+                    self.due = frames + _RETRY_FRAMES
                 return
             # Another connection is checkpointing, or a reader's snapshot holds frames back.
             if size >= WAL_BOUND:
                 self._flush(conn, schema, size)
+            if size < URGENT_BYTES:
+                self.due = frames + _RETRY_FRAMES
             if size < URGENT_BYTES or size >= WAL_BOUND or self._gave_up:
                 return
             if not deadline:
@@ -204,7 +216,10 @@ def install(conn: Any, frames: int, waiter: Waiter) -> None:
     # an object's __call__ costs about twice as much (callgrind, per append).
     def hook(conn: Any, schema: str, n: int) -> int:
         if n >= frames:
-            after(conn, schema, n)
+            if n >= bound.due:
+                after(conn, schema, n)
+        elif bound.due:
+            bound.due = 0  # the WAL started again (here or in another process)
         return ok
 
     conn.set_wal_hook(hook)

@@ -33,6 +33,7 @@ from forkline_es.log.events import (
     PayloadsRemoved,
     Recovered,
     RunConcluded,
+    decode_body,
 )
 from forkline_es.log.rows import LogRow
 from forkline_es.projections.model import RunSummary, StepView
@@ -313,21 +314,68 @@ class Projections:
 
     def _fold_all(self, cur: Cursor, progress: Progress | None = None) -> int:
         """Fold the whole log into the (empty) projection tables ``cur`` writes."""
-        self._cache.clear()
         total = self.log.end_position(cur)  # evicted rows at the top were folded too
         horizon = self.log.backend.horizon(cur)
+        rows = self.log.read_from(0, _READ_BATCH, upto=horizon, cur=cur)
+        folded = self.fold_runs(cur, rows, None if progress is None else lambda p: progress(p, total))
+        if progress is not None:
+            progress(total, total)
+        return folded
+
+    def fold_runs(
+        self, cur: Cursor, rows: Iterable[LogRow], progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Fold ``rows`` into the projection tables ``cur`` writes, writing behind; the number
+        folded. Each run's rows come in seq order from its first, and the tables hold no
+        row of those runs yet: a rebuild's whole log, or one partition of its runs folded
+        into a scratch database (``benchmarks/rebuild_parallel.py``).
+        """
+        self._cache.clear()
         folded = 0
         self._pending = behind = _WriteBehind()
+        # The common case inlined: a step event of a run whose cache is contiguous and
+        # holds the path's view (or knows it has none). It does exactly what ``apply``
+        # does for it with a write-behind pending; anything else goes through ``apply``.
+        fast = frozenset(t for t in STEP_EVENTS if t not in self._folders)
+        entry_step = frozenset(ENTRY_STEP_EVENTS)
+        cache_of = self._cache.get
+        pending = behind.steps
+        entries = behind.entries
+        apply = self.apply
         try:
-            for row in self.log.read_from(0, _READ_BATCH, upto=horizon, cur=cur):
-                self.apply(cur, row, row.event())
+            for row in rows:
+                event = decode_body(row.body)
                 folded += 1
                 if progress is not None and folded % 10_000 == 0:
-                    progress(row.position, total)
+                    progress(row.position)
+                cache = cache_of(row.run_id)
+                kind = type(event)
+                if kind not in fast or cache is None or cache.seq != row.seq - 1:
+                    apply(cur, row, event)
+                    continue
+                steps = cache.steps
+                path: str = event.path  # type: ignore[union-attr,assignment]  # every STEP_EVENTS type has one
+                before = steps.get(path)
+                if before is None and path not in steps and not cache.complete:
+                    apply(cur, row, event)  # the view is in the table
+                    continue
+                cache.seq = row.seq
+                view = fold_step(before, row, event)
+                steps[path] = view
+                step: str | None = None
+                if view is not before and view is not None:
+                    if kind in entry_step:
+                        step = step_fragment(view)
+                    run_views = pending.get(row.run_id)
+                    if run_views is None:
+                        run_views = pending[row.run_id] = {}
+                    run_views[path] = (view, step)
+                if row.entry is not None:
+                    entries.append((row.position, entry_fragment(row, event, step)))
+                    if len(entries) >= _ENTRY_BATCH:
+                        behind.flush_entries(cur, self.persist)
             behind.flush(cur, self.persist)
         finally:
             self._pending = None
             self._cache.clear()
-        if progress is not None:
-            progress(total, total)
         return folded

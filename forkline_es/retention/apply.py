@@ -327,6 +327,13 @@ def evict_run(
         with store.log.transaction("evict run") as cur:
             workflow = _check_evictable(store, cur, run_id, force)
             last = cur.execute("SELECT max(position) FROM log WHERE run_id = ?", (run_id,)).fetchall()[0][0]
+            if last is None:
+                # Read retained a moment ago, its rows gone now: on PostgreSQL (READ COMMITTED)
+                # another process's eviction committed in between. The run is evicted, as asked.
+                raise RunNotRetained(
+                    f"evict run: another process evicted run {run_id!r} meanwhile (its eviction is "
+                    "recorded); nothing was written"
+                )
             cur.execute(
                 "INSERT INTO eviction (run_id, position, at, reason, policy) VALUES (?, ?, ?, ?, ?)",
                 (run_id, last, utc_now(), reason, policy),

@@ -77,4 +77,4 @@ def relink(store: fe.Store, run_id: str) -> None:
 
 def log_rows(store: fe.Store) -> int:
     """How many events the log holds: a refused call leaves it as it was."""
-    return int(store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0])
+    return int(store.backend.cursor().execute("SELECT count(*) FROM log").fetchall()[0][0])

@@ -21,6 +21,17 @@ from forkline_es.cli.main import main
 from .helpers import kinds_at, relink, untrigger
 from .tampering import CASES, RUN, record_history, tamper
 
+#: The module tampers with the store through SQLite's own connection (drops triggers,
+#: rewrites rows and files) to show what verify finds; on PostgreSQL the triggers refuse
+#: that client, and tests/postgres/test_triggers.py covers them.
+pytestmark = pytest.mark.sqlite_only("tampers with a SQLite file through apsw to show what verify finds")
+
+
+@pytest.fixture
+def store(sqlite_store: fe.Store) -> fe.Store:
+    return sqlite_store
+
+
 #: What verify finds without anchors after each rewrite (all of it ``projection-mismatch``:
 #: the chain holds). docs/verify.md, "What a consistent rewrite can hide", says the same.
 WITHOUT_ANCHORS: dict[str, set[str]] = {

@@ -17,7 +17,11 @@ from forkline_es.artifacts import store as artifact_store
 from .helpers import log_rows, record_sample
 
 
-def test_bytes_are_stored_under_their_sha256_beside_the_database(store: fe.Store, db_path: Path) -> None:
+@pytest.mark.sqlite_only("artifacts beside the database file; a server's go where open says")
+def test_bytes_are_stored_under_their_sha256_beside_the_database(
+    sqlite_store: fe.Store, db_path: Path
+) -> None:
+    store = sqlite_store
     run = store.start_run("wf")
     data = b"some output\n"
     seq = run.add_artifact(data, "trace", content_type="text/plain")
@@ -109,7 +113,9 @@ def test_bad_arguments_are_refused_and_write_nothing(
     assert "x-artifacts" not in store.get_run_record(run.id)
 
 
-def test_a_memory_store_keeps_artifacts_in_a_temporary_folder(mem_store: fe.Store) -> None:
+@pytest.mark.sqlite_only("a SQLite database in memory has no folder beside it")
+def test_a_memory_store_keeps_artifacts_in_a_temporary_folder(sqlite_mem_store: fe.Store) -> None:
+    mem_store = sqlite_mem_store
     run = mem_store.start_run("wf")
     run.add_artifact(b"in memory", "trace")
     root = mem_store.artifact_files.root
@@ -137,16 +143,14 @@ def test_the_document_with_extensions_validates_against_the_shipped_schema(
     jsonschema.Draft202012Validator(run_record_schema()).validate(doc)
 
 
-def test_show_lists_artifacts_manifest_and_observations(
-    store: fe.Store, tmp_path: Path, db_path: Path
-) -> None:
+def test_show_lists_artifacts_manifest_and_observations(store: fe.Store, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from forkline_es.cli.main import main
 
     run = record_sample(store, tmp_path)
     digest = store.get_run_record(run.id)["x-manifest"]["digest"]
-    result = CliRunner().invoke(main, ["show", run.id, "--db", str(db_path)])
+    result = CliRunner().invoke(main, ["show", run.id, "--db", store.path])
     assert result.exit_code == 0
     assert "trace.txt\ttrace\t" in result.output
     assert f"digest\t{digest}" in result.output

@@ -67,9 +67,9 @@ def test_unobserved_facts_are_none_and_listed(
     assert m.complete is False
     on_disk = json.loads((store.artifact_files.root / f"runs/{run.id}/manifest.json").read_bytes())
     assert on_disk["facts"]["git_commit"] is None  # null, never 0 or ""
-    assert store.conn.execute("SELECT complete FROM manifest WHERE run_id = ?", (run.id,)).fetchall() == [
-        (0,)
-    ]
+    assert store.backend.cursor().execute(
+        "SELECT complete FROM manifest WHERE run_id = ?", (run.id,)
+    ).fetchall() == [(0,)]
 
 
 def test_complete_needs_every_required_fact_and_every_named_package(store: fe.Store) -> None:

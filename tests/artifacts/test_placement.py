@@ -37,9 +37,11 @@ def _manifest_on_disk(store: fe.Store, run_id: str) -> bytes:
 
 
 def _recorded_manifest_bytes(store: fe.Store, run_id: str) -> bytes:
-    (body,) = store.conn.execute(
-        "SELECT body FROM log WHERE run_id = ? AND kind = 'manifest-recorded'", (run_id,)
-    ).fetchall()[0]
+    (body,) = (
+        store.backend.cursor()
+        .execute("SELECT body FROM log WHERE run_id = ? AND kind = 'manifest-recorded'", (run_id,))
+        .fetchall()[0]
+    )
     event = decode_body(body)
     assert isinstance(event, ManifestRecorded)
     return manifest_file_bytes(

@@ -16,6 +16,16 @@ from forkline_es.cli.main import main
 
 from .helpers import kinds_at, record_sample, relink, row, untrigger
 
+#: The module tampers with the store through SQLite's own connection (drops triggers,
+#: rewrites rows and files) to show what verify finds; on PostgreSQL the triggers refuse
+#: that client, and tests/postgres/test_triggers.py covers them.
+pytestmark = pytest.mark.sqlite_only("tampers with a SQLite file through apsw to show what verify finds")
+
+
+@pytest.fixture
+def store(sqlite_store: fe.Store) -> fe.Store:
+    return sqlite_store
+
 
 @pytest.fixture
 def sample(store: fe.Store, tmp_path: Path) -> fe.Run:

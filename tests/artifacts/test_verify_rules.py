@@ -17,6 +17,22 @@ from forkline_es.artifacts import PROBLEM_KINDS
 
 from .helpers import kinds_at, relink, row, untrigger
 
+#: The module tampers with the store through SQLite's own connection (drops triggers,
+#: rewrites rows and files) to show what verify finds; on PostgreSQL the triggers refuse
+#: that client, and tests/postgres/test_triggers.py covers them.
+pytestmark = pytest.mark.sqlite_only("tampers with a SQLite file through apsw to show what verify finds")
+
+
+@pytest.fixture
+def store(sqlite_store: fe.Store) -> fe.Store:
+    return sqlite_store
+
+
+@pytest.fixture
+def mem_store(sqlite_mem_store: fe.Store) -> fe.Store:
+    return sqlite_mem_store
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

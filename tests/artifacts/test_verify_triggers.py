@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import apsw
+import pytest
 from click.testing import CliRunner
 
 import forkline_es as fe
@@ -19,6 +20,17 @@ from forkline_es.log.schema import MIGRATIONS, SCHEMA_VERSION
 from forkline_es.log.triggers import expected_schema, trigger_differences
 
 from .helpers import drop_triggers, record_sample
+
+#: The module tampers with the store through SQLite's own connection (drops triggers,
+#: rewrites rows and files) to show what verify finds; on PostgreSQL the triggers refuse
+#: that client, and tests/postgres/test_triggers.py covers them.
+pytestmark = pytest.mark.sqlite_only("tampers with a SQLite file through apsw to show what verify finds")
+
+
+@pytest.fixture
+def store(sqlite_store: fe.Store) -> fe.Store:
+    return sqlite_store
+
 
 TRIGGER_KINDS = {"trigger-missing", "trigger-altered", "trigger-unexpected"}
 

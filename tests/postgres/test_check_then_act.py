@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import psycopg
+import pytest
 
 import forkline_es as fe
 
@@ -135,3 +136,29 @@ def test_two_retention_hosts_evicting_the_same_runs_evict_each_once(pg_dsn: str,
         assert rows == [("kept",)]
         assert [s["id"] for s in store.list_runs()] == ["kept"]
         assert store.check_projections() == []
+
+
+def test_an_eviction_committed_between_the_check_and_the_record_is_run_not_retained(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving forced: this eviction has read the run retained when another
+    connection's eviction of it commits; under READ COMMITTED its rows are then gone."""
+    from forkline_es.retention import apply
+
+    with fe.Store.open(pg_dsn) as first, fe.Store.open(pg_dsn) as other:
+        run = first.start_run("wf", run_id="r")
+        run.conclude("succeeded")
+        checked = apply._check_evictable
+
+        def check_then_lose_the_race(store: Any, cur: Any, run_id: str, force: bool) -> str:
+            workflow = checked(store, cur, run_id, force)
+            monkeypatch.setattr(
+                apply, "_check_evictable", checked
+            )  # the other host's eviction checks normally
+            other.evict_run(run_id, "the other host")
+            return workflow
+
+        monkeypatch.setattr(apply, "_check_evictable", check_then_lose_the_race)
+        with pytest.raises(fe.RunNotRetained, match="evicted run 'r' meanwhile"):
+            first.evict_run("r", "this host")
+        assert [(e["run_id"], e["reason"]) for e in first.evictions()] == [("r", "the other host")]

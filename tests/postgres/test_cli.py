@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psycopg
 from click.testing import CliRunner
@@ -36,3 +37,26 @@ def test_a_postgresql_database_without_a_store_is_refused_and_left_empty(pg_dsn:
     with psycopg.connect(pg_dsn) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchall()
     assert tables == [(0,)]
+
+
+def test_artifact_files_of_a_postgresql_store_come_from_the_artifacts_option(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared-artifacts"
+    with fe.Store.open(pg_dsn, artifacts=shared) as store:
+        run = store.start_run("wf", run_id="r1")
+        run.add_artifact(b"report body", "report", content_type="text/plain")
+        run.conclude("succeeded")
+    runner = CliRunner()
+    without = runner.invoke(main, ["--db", pg_dsn, "verify", "r1"])
+    assert without.exit_code == 2, without.output
+    assert "--artifacts" in without.output
+    by_flag = runner.invoke(main, ["--db", pg_dsn, "--artifacts", str(shared), "verify", "r1"])
+    assert by_flag.exit_code == 0, by_flag.output
+    by_env = runner.invoke(
+        main, ["verify", "r1"], env={"FORKLINE_ES_DB": pg_dsn, "FORKLINE_ES_ARTIFACTS": str(shared)}
+    )
+    assert by_env.exit_code == 0, by_env.output
+    (next(p for p in shared.rglob("*") if p.is_file())).write_bytes(b"tampered")
+    tampered = runner.invoke(main, ["--db", pg_dsn, "--artifacts", str(shared), "verify", "r1"])
+    assert tampered.exit_code == 1, tampered.output
