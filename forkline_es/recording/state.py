@@ -180,7 +180,7 @@ class _Texts:
     A dict of 100,000 str keys costs about 100 bytes a key in objects; here a key costs its
     UTF-8 bytes and about 12 bytes of columns (its end, and its hash and number in the
     hash order). Strings are numbered from 0 in the order they are added. The ones added
-    lately sit in a small dict; once it holds an eighth of all, they join the hash-sorted
+    lately sit in a small dict; once it holds a quarter of the rest, they join the hash-sorted
     columns (one C-level sort), found there by bisection. A text added again under a later
     number answers with the later one, as a dict assignment would.
     """
