@@ -13,6 +13,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -329,13 +330,14 @@ class Store:
         with self.log.snapshot() as cur:
             if self.log.eviction(run_id, cur) is not None:
                 raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")
-            for row in self.log.read_run(run_id, cur):
-                if state.seq == 0 and row.seq != 1:
-                    raise RunNotFound(
-                        f"run {run_id!r} has no start: only rows appended after its eviction remain "
-                        "(its eviction record is purged; verify reports them)"
-                    )
-                state.apply_row(row)
+            rows = self.log.read_run(run_id, cur)
+            first = next(rows, None)
+            if first is not None and first.seq != 1:
+                raise RunNotFound(
+                    f"run {run_id!r} has no start: only rows appended after its eviction remain "
+                    "(its eviction record is purged; verify reports them)"
+                )
+            state.fold(rows if first is None else chain((first,), rows))
         if state.seq == 0:
             raise RunNotFound(f"no run {run_id!r} in {self.path}")
         return Run(self, state)

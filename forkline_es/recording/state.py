@@ -8,10 +8,12 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 from __future__ import annotations
 
 import hashlib
-import struct
-from collections.abc import Iterable, Mapping
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from itertools import accumulate
+from typing import Any, Final, overload
 
 import msgspec
 
@@ -155,10 +157,200 @@ class InFlight:
 #: Entries that are never work in flight (and that a recovery may not supersede, or concludes).
 _NOT_WORK: Final = frozenset({"run-started", "recovered", "run-concluded"})
 
+#: Entry kinds by their one-byte code in ``RunState``'s per-entry columns.
+_KINDS: Final = tuple(ENTRY_KINDS)
+_KIND_CODE: Final = {kind: code for code, kind in enumerate(_KINDS)}
+_NOT_WORK_CODES: Final = frozenset(_KIND_CODE[k] for k in _NOT_WORK)
+_BEGUN: Final = _KIND_CODE["step-begun"]
+_ENDED: Final = _KIND_CODE["step-ended"]
+_INVOKED: Final = _KIND_CODE["action-invoked"]
+_RESULT: Final = _KIND_CODE["action-result"]
+
+#: A path's status byte: never active (or every active entry superseded), active, ended.
+_NONE, _ACTIVE, _DONE = 0, 1, 2
+_STATUS_WORD: Final = {_ACTIVE: "active", _DONE: "ended"}
+
+#: "No attempt" and "no step-begun entry" in the signed 64-bit columns (both are >= 0 when set).
+_UNSET: Final = -1
+
+
+class _Texts:
+    """Many short strings packed in one UTF-8 buffer, found by number or by text.
+
+    A dict of 100,000 str keys costs about 100 bytes a key in objects; here a key costs its
+    UTF-8 bytes and about 12 bytes of columns (its end, and its hash and number in the
+    hash order). Strings are numbered from 0 in the order they are added. The ones added
+    lately sit in a small dict; once it holds a quarter of the rest, they join the hash-sorted
+    columns (one C-level sort), found there by bisection. A text added again under a later
+    number answers with the later one, as a dict assignment would.
+    """
+
+    __slots__ = ("_buf", "_ends", "_indexed", "_order", "_recent", "_sorted", "bulk")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        #: 4-byte columns, widened to 8 the day a number does not fit (``_widened``)
+        self._ends = array("I")
+        #: numbers of the indexed texts not in ``_recent``, sorted by hash, and their hashes
+        self._order = array("I")
+        self._sorted = array("q")
+        self._recent: dict[str, int] = {}
+        self._indexed = 0
+        #: while True (a resume folding the whole log), ``_recent`` grows until ``compact``
+        self.bulk = False
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @property
+    def indexed(self) -> int:
+        """How many texts were added to be found (a text added twice counts twice)."""
+        return self._indexed
+
+    def text(self, number: int) -> str:
+        start = self._ends[number - 1] if number else 0
+        return self._buf[start : self._ends[number]].decode()
+
+    def add(self, text: str, *, indexed: bool = True) -> int:
+        """Append ``text`` as the next number (found by ``find`` only if ``indexed``)."""
+        number = len(self._ends)
+        self._buf += text.encode()
+        try:
+            self._ends.append(len(self._buf))
+        except OverflowError:
+            self._ends = _widened(self._ends, len(self._buf))
+        if indexed:
+            self._indexed += 1
+            self._recent[text] = number
+            if not self.bulk and len(self._recent) > max(4096, len(self._order) >> 2):
+                self.compact()
+        return number
+
+    def add_many(self, texts: list[str]) -> None:
+        """``add`` each of ``texts`` (indexed) in one go: a resume's keys."""
+        if not texts:
+            return
+        first = len(self._ends)
+        encoded = [t.encode() for t in texts]
+        start = len(self._buf)
+        self._buf += b"".join(encoded)
+        ends = list(accumulate(map(len, encoded), initial=start))[1:]
+        if self._ends.typecode == "I" and ends[-1] > 0xFFFFFFFF:
+            self._ends = _widened(self._ends)
+        self._ends.extend(ends)
+        self._recent.update(zip(texts, range(first, first + len(texts)), strict=True))
+        self._indexed += len(texts)
+        if not self.bulk:
+            self.compact()
+
+    def find(self, text: str) -> int | None:
+        """The number last added under ``text`` (indexed), or None."""
+        number = self._recent.get(text)
+        if number is not None:
+            return number
+        h, hashes, order = hash(text), self._sorted, self._order
+        i = bisect_left(hashes, h)
+        found = None
+        while i < len(hashes) and hashes[i] == h:
+            n = order[i]
+            if (found is None or n > found) and self.text(n) == text:
+                found = n
+            i += 1
+        return found
+
+    def compact(self) -> None:
+        """Move the recent texts into the sorted columns (a stable sort keeps older numbers
+        of one hash first)."""
+        self.bulk = False
+        if not self._recent:
+            return
+        hashes, numbers = self._sorted, self._order
+        hashes.extend(map(hash, self._recent))
+        values = list(self._recent.values())
+        if numbers.typecode == "I" and max(values) > 0xFFFFFFFF:
+            numbers = _widened(numbers)
+        numbers.extend(values)
+        by_hash = sorted(range(len(hashes)), key=hashes.__getitem__)
+        self._order = array(numbers.typecode, map(numbers.__getitem__, by_hash))
+        self._sorted = array("q", map(hashes.__getitem__, by_hash))
+        self._recent = {}
+
+
+def _widened(column: array[int], *values: int) -> array[int]:
+    """``column`` as 8-byte numbers, with ``values`` appended (one did not fit in 4 bytes)."""
+    wide = array("q" if column.typecode.islower() else "Q", column)
+    wide.extend(values)
+    return wide
+
+
+class _PathView(Mapping[str, Any]):
+    """A read-only map over ``RunState``'s per-path columns, for callers that ask by path."""
+
+    __slots__ = ("_get", "_state")
+
+    def __init__(self, state: RunState, get: Callable[[int], Any]) -> None:
+        self._state, self._get = state, get
+
+    def __getitem__(self, path: str) -> Any:
+        pid = self._state._paths.find(path)
+        value = None if pid is None else self._get(pid)
+        if value is None:
+            raise KeyError(path)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        paths = self._state._paths
+        return (paths.text(pid) for pid in range(len(paths)) if self._get(pid) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _PathEntries(_PathView):
+    """path -> entry seqs: every path in ``_paths`` has an entry, so membership is a lookup."""
+
+    __slots__ = ()
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._state._paths.find(path) is not None
+
+
+class _Facts(Sequence[EntryFact]):
+    """The run's entries as ``EntryFact`` values, built on demand from the packed columns."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: RunState) -> None:
+        self._state = state
+
+    def __len__(self) -> int:
+        return len(self._state._kind)
+
+    @overload
+    def __getitem__(self, i: int) -> EntryFact: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[EntryFact]: ...
+
+    def __getitem__(self, i: int | slice) -> EntryFact | list[EntryFact]:
+        if isinstance(i, slice):
+            return [self._state._fact(n) for n in range(len(self))[i]]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._state._fact(i)
+
 
 @dataclass(slots=True)
 class RunState:
-    """Everything the log says about one run that a recording call can be refused on."""
+    """Everything the log says about one run that a recording call can be refused on.
+
+    A long run's handle stays small: per entry and per path the facts are packed in
+    columns (``array``, ``bytearray``) rather than objects, idempotency keys and step
+    paths live in ``_Texts``, and each call is remembered by a 16-byte digest, not its
+    body: about 85 bytes an event in all (8.3 MB at 50,000 steps), where dicts of objects took 440.
+    """
 
     run_id: str
     workflow: str = ""
@@ -168,18 +360,28 @@ class RunState:
     generation: int = 0
     status: str = "active"
     last_digest: str | None = None
-    #: idempotency key -> ``_KEPT``-packed (log seq, entry seq or 0, ``call_digest``): a digest,
-    #: not the body, in one bytes object, so that a long run's handle stays small (issue 22);
-    #: read through ``seen``
-    keys: dict[str, bytes] = field(default_factory=dict)
-    facts: list[EntryFact] = field(default_factory=list)
-    #: path -> entry seqs of every entry naming the path (superseded ones too)
-    path_entries: dict[str, list[int]] = field(default_factory=dict)
-    max_attempt: dict[str, int] = field(default_factory=dict)
-    #: path -> "active" | "ended", over active (not superseded) entries only
-    path_status: dict[str, str] = field(default_factory=dict)
-    #: path -> generation of the active step-begun entry, if any
-    begun_in: dict[str, int] = field(default_factory=dict)
+    #: idempotency keys, numbered by log seq - 1 (a key never asked again is stored empty)
+    _keys: _Texts = field(default_factory=_Texts)
+    #: ``call_digest`` of each log row, 16 bytes at (seq - 1) * 16
+    _digests: bytearray = field(default_factory=bytearray)
+    #: per log row (index seq - 1): 1 if the row is an entry (its entry seq is the count up to it)
+    _is_entry: bytearray = field(default_factory=bytearray)
+    #: per entry (index entry - 1): kind code, path number or -1, attempt or -1, superseded flag
+    _kind: bytearray = field(default_factory=bytearray)
+    #: generations run-length encoded: entries from ``_gen_from[i]`` (index) on have ``_gen[i]``
+    _gen_from: array[int] = field(default_factory=lambda: array("Q"))
+    _gen: array[int] = field(default_factory=lambda: array("q"))
+    _pid: array[int] = field(default_factory=lambda: array("i"))  # widened if ever needed
+    _attempt: array[int] = field(default_factory=lambda: array("q"))
+    _superseded: bytearray = field(default_factory=bytearray)
+    #: step paths named by any entry, numbered in order of first appearance
+    _paths: _Texts = field(default_factory=_Texts)
+    #: per path: ``_NONE``/``_ACTIVE``/``_DONE`` over active entries, the generation of the
+    #: active step-begun entry (or -1), the highest attempt ever invoked (0 for none)
+    _status: bytearray = field(default_factory=bytearray)
+    _begun: array[int] = field(default_factory=lambda: array("q"))
+    _max_attempt: array[int] = field(default_factory=lambda: array("q"))
+    _last_path: tuple[str | None, int] = (None, _UNSET)
     #: (path, attempt) invoked in the current generation, without a result yet
     open_invokes: set[tuple[str, int]] = field(default_factory=set)
     children: set[str] = field(default_factory=set)
@@ -188,6 +390,86 @@ class RunState:
     artifacts: dict[str, str] = field(default_factory=dict)
     #: the digest of the run's manifest: one manifest.json per run, never overwritten
     manifest: str | None = None
+
+    # -- views for callers that ask by path or by entry ------------------------------------
+
+    @property
+    def facts(self) -> Sequence[EntryFact]:
+        return _Facts(self)
+
+    @property
+    def path_status(self) -> Mapping[str, str]:
+        """path -> "active" | "ended", over active (not superseded) entries only."""
+        return _PathView(self, lambda pid: _STATUS_WORD.get(self._status[pid]))
+
+    @property
+    def begun_in(self) -> Mapping[str, int]:
+        """path -> generation of the active step-begun entry, if any."""
+        return _PathView(self, lambda pid: None if self._begun[pid] == _UNSET else self._begun[pid])
+
+    @property
+    def max_attempt(self) -> Mapping[str, int]:
+        """path -> the highest attempt ever invoked there."""
+        return _PathView(self, lambda pid: self._max_attempt[pid] or None)
+
+    @property
+    def path_entries(self) -> Mapping[str, list[int]]:
+        """path -> entry seqs of every entry naming the path (superseded ones too)."""
+        return _PathEntries(self, lambda pid: [i + 1 for i, p in enumerate(self._pid) if p == pid] or None)
+
+    @property
+    def remembered_keys(self) -> int:
+        """How many distinct idempotency keys the handle can answer a repeat of."""
+        return self._keys.indexed
+
+    def fold_all(self) -> None:
+        """About to fold the whole log (a resume): index keys and paths in one sort at the
+        end, ``compact``, rather than a sort every so often."""
+        self._keys.bulk = self._paths.bulk = True
+
+    def compact(self) -> None:
+        """Pack what folding left in dicts (after a resume: the handle at rest)."""
+        self._keys.compact()
+        self._paths.compact()
+
+    def _fact(self, i: int) -> EntryFact:
+        pid, attempt = self._pid[i], self._attempt[i]
+        return EntryFact(
+            i + 1,
+            _KINDS[self._kind[i]],
+            self._generation_of(i),
+            None if pid == _UNSET else self._paths.text(pid),
+            None if attempt == _UNSET else attempt,
+            bool(self._superseded[i]),
+        )
+
+    def _generation_of(self, i: int) -> int:
+        """The generation of the entry at index ``i``."""
+        return self._gen[bisect_right(self._gen_from, i) - 1]
+
+    def _find_path(self, path: str) -> int | None:
+        """The path's number; the last one found is kept, since a call checks, then folds,
+        the same path (a path's number never changes)."""
+        if path == self._last_path[0]:
+            return self._last_path[1]
+        pid = self._paths.find(path)
+        if pid is not None:
+            self._last_path = (path, pid)
+        return pid
+
+    def _path_id(self, path: str) -> int:
+        pid = self._find_path(path)
+        if pid is None:
+            pid = self._paths.add(path)
+            self._status.append(_NONE)
+            self._begun.append(_UNSET)
+            self._max_attempt.append(0)
+            self._last_path = (path, pid)
+        return pid
+
+    def _status_of(self, path: str) -> int:
+        pid = self._find_path(path)
+        return _NONE if pid is None else self._status[pid]
 
     # -- folding ---------------------------------------------------------------------
 
@@ -202,19 +484,39 @@ class RunState:
         event: EventBody,
     ) -> None:
         """Fold one event that is in the log (never called for a refused call)."""
+        if seq != self.seq + 1:  # seqs are consecutive; keep the numbering if not
+            while seq > len(self._keys) + 1:
+                self._keys.add("", indexed=False)
+                self._digests += bytes(16)
+                self._is_entry.append(0)
+        self._is_entry.append(entry is not None)
         self.seq = seq
         self.last_digest = digest
-        # Remembering a RunRecorder call's key would grow a long run's state by about 500
-        # bytes an event, for a key never asked again (an import's keys are asked again).
+        # Remembering a RunRecorder call's key would grow a long run's state for a key never
+        # asked again (an import's keys are asked again).
         if type(event) is not ForklineLogged or not key.startswith(ONE_OFF_KEY):
-            self.keys[key] = _KEPT.pack(seq, entry or 0, call_digest(event, body))
-        path = getattr(event, "path", None) if entry is not None else None
+            self._keys.add(key)
+            self._digests += call_digest(event, body)
+        else:
+            self._keys.add("", indexed=False)
+            self._digests += bytes(16)
+        pid = _UNSET  # the path's number, for an entry that names one
         if entry is not None:
             self.entries = entry
-            attempt = getattr(event, "attempt", None)
-            self.facts.append(EntryFact(entry, _kind(event), generation, path, attempt))
+            path = getattr(event, "path", None)
             if path is not None:
-                self.path_entries.setdefault(path, []).append(entry)
+                pid = self._path_id(path)
+            attempt = getattr(event, "attempt", None)
+            if not self._gen or self._gen[-1] != generation:
+                self._gen_from.append(len(self._kind))
+                self._gen.append(generation)
+            self._kind.append(_KIND_CODE[_kind(event)])
+            try:
+                self._pid.append(pid)
+            except OverflowError:
+                self._pid = _widened(self._pid, pid)
+            self._attempt.append(_UNSET if attempt is None else attempt)
+            self._superseded.append(0)
         if not isinstance(event, _STATE_EVENTS):  # artifacts, observations, Forkline events
             return
         match event:  # every class matched here is in _STATE_EVENTS
@@ -222,19 +524,24 @@ class RunState:
                 self.workflow = event.workflow
                 self.dry_run = event.dry_run
             case StepBegun():
-                self.path_status[event.path] = "active"
-                self.begun_in[event.path] = generation
+                pid = self._path_id(event.path) if pid == _UNSET else pid
+                self._status[pid] = _ACTIVE
+                self._begun[pid] = generation
             case ActionInvoked():
-                self.max_attempt[event.path] = max(self.max_attempt.get(event.path, 0), event.attempt)
-                self.path_status.setdefault(event.path, "active")
+                pid = self._path_id(event.path) if pid == _UNSET else pid
+                self._max_attempt[pid] = max(self._max_attempt[pid], event.attempt)
+                if self._status[pid] == _NONE:
+                    self._status[pid] = _ACTIVE
                 self.open_invokes.add((event.path, event.attempt))
             case ActionResult():
                 self.open_invokes.discard((event.path, event.attempt))
             case StepEnded():
-                self.path_status[event.path] = "ended"
+                self._status[self._path_id(event.path) if pid == _UNSET else pid] = _DONE
             case ChildStarted():
                 self.children.add(event.child)
-                self.path_status.setdefault(event.path, "active")
+                pid = self._path_id(event.path) if pid == _UNSET else pid
+                if self._status[pid] == _NONE:
+                    self._status[pid] = _ACTIVE
             case RunSuspended():
                 self.status = "suspended"
             case RunHeld():
@@ -255,53 +562,114 @@ class RunState:
 
     def seen(self, key: str) -> tuple[int, int | None, bytes] | None:
         """(log seq, entry seq or None, call digest) of the call recorded under ``key``, if any."""
-        kept = self.keys.get(key)
-        if kept is None:
+        n = self._keys.find(key)
+        if n is None:
             return None
-        seq, entry, digest = _KEPT.unpack(kept)
-        return seq, entry or None, digest
+        entry = self._is_entry[: n + 1].count(1) if self._is_entry[n] else None  # a repeat: rare
+        return n + 1, entry, bytes(self._digests[n * 16 : n * 16 + 16])
 
     def apply_row(self, row: LogRow) -> None:
         """Fold a row read back from the log (resuming a run, adopting a lost acknowledgement)."""
         self.apply(row.seq, row.entry, row.generation, row.key, row.digest, row.body.encode(), row.event())
 
+    def fold(self, rows: Iterable[LogRow]) -> None:
+        """Fold a run's rows read back from the log in seq order (a resume), then ``compact``.
+
+        Begun, invoked, result and ended entries, nearly all of a long run, are decoded
+        only as far as the state needs (path and attempt), with the other kinds' fold
+        (``apply``) inlined; every other row goes through ``apply`` itself.
+        """
+        self.fold_all()
+        keys, digests, is_entry, kinds = self._keys, self._digests, self._is_entry, self._kind
+        attempts, superseded, status = self._attempt, self._superseded, self._status
+        light, blake2b = _LIGHT.decode, hashlib.blake2b
+        pending: list[str] = []  # keys of the rows folded here, numbered once apply needs it
+        for row in rows:
+            code = _LIGHT_KINDS.get(row.kind)
+            if code is None or row.entry is None or row.seq != self.seq + 1 or not self._gen:
+                keys.add_many(pending)
+                pending.clear()
+                self.apply_row(row)
+                continue
+            body = row.body.encode()
+            facts = light(body)
+            pid = self._paths.find(facts.path)
+            if pid is None:
+                pid = self._path_id(facts.path)
+            generation = row.generation
+            self.seq, self.last_digest, self.entries = row.seq, row.digest, row.entry
+            pending.append(row.key)
+            digests += blake2b(body, digest_size=16).digest()
+            is_entry.append(1)
+            if self._gen[-1] != generation:
+                self._gen_from.append(len(kinds))
+                self._gen.append(generation)
+            kinds.append(code)
+            self._pid.append(pid)  # a 4-byte column: pids stay far below 2**31 here
+            attempts.append(_UNSET if facts.attempt is None else facts.attempt)
+            superseded.append(0)
+            if code == _BEGUN:
+                status[pid] = _ACTIVE
+                self._begun[pid] = generation
+            elif code == _ENDED:
+                status[pid] = _DONE
+            elif code == _INVOKED:
+                assert facts.attempt is not None
+                if facts.attempt > self._max_attempt[pid]:
+                    self._max_attempt[pid] = facts.attempt
+                if status[pid] == _NONE:
+                    status[pid] = _ACTIVE
+                self.open_invokes.add((facts.path, facts.attempt))
+            else:
+                self.open_invokes.discard((facts.path, facts.attempt))
+        keys.add_many(pending)
+        self.compact()
+
     def _recover(self, supersedes: list[int], generation: int) -> None:
         self.generation = generation
         self.open_invokes.clear()  # a later result cannot answer an earlier generation's invoke
-        touched: set[str] = set()
+        touched: set[int] = set()
         for n in supersedes:
-            fact = self.facts[n - 1]
-            fact.superseded = True
-            if fact.path is not None:
-                touched.add(fact.path)
-        for path in touched:
-            active = [self.facts[n - 1] for n in self.path_entries[path] if not self.facts[n - 1].superseded]
-            self.begun_in.pop(path, None)
-            self.path_status.pop(path, None)
-            for fact in active:
-                if fact.log_kind == "step-begun":
-                    self.begun_in[path] = fact.generation
-                status = "ended" if fact.log_kind == "step-ended" else "active"
-                if self.path_status.get(path) != "ended":
-                    self.path_status[path] = status
+            self._superseded[n - 1] = 1
+            if self._pid[n - 1] != _UNSET:
+                touched.add(self._pid[n - 1])
+        for pid in touched:
+            self._begun[pid] = _UNSET
+            self._status[pid] = _NONE
+        for i, pid in enumerate(self._pid):  # the touched paths' active entries, in order
+            if pid not in touched or self._superseded[i]:
+                continue
+            kind = self._kind[i]
+            if kind == _BEGUN:
+                self._begun[pid] = self._generation_of(i)
+            if self._status[pid] != _DONE:
+                self._status[pid] = _DONE if kind == _ENDED else _ACTIVE
 
     def in_flight(self) -> list[InFlight]:
         """The entries no recovery superseded of every step not ended, in seq order: what a
         recovery after a crash supersedes so the steps run afresh (superseding all of a
         step's entries never orphans one, which ``check_recover`` would refuse)."""
-        return [
-            InFlight(f.entry, ENTRY_KINDS[f.log_kind], f.path, f.attempt)
-            for f in self.facts
-            if not f.superseded
-            and f.path is not None
-            and f.log_kind not in _NOT_WORK
-            and self.path_status.get(f.path) != "ended"
-        ]
+        out: list[InFlight] = []
+        status, kinds, superseded, attempts = self._status, self._kind, self._superseded, self._attempt
+        for i, pid in enumerate(self._pid):
+            if pid == _UNSET or superseded[i] or kinds[i] in _NOT_WORK_CODES or status[pid] == _DONE:
+                continue
+            attempt = attempts[i]
+            out.append(
+                InFlight(
+                    i + 1,
+                    ENTRY_KINDS[_KINDS[kinds[i]]],
+                    self._paths.text(pid),
+                    None if attempt == _UNSET else attempt,
+                )
+            )
+        return out
 
     def next_attempt(self, path: str) -> int:
         """One more than the highest attempt ever invoked at ``path``, superseded ones too:
         attempt numbers are never reused."""
-        return self.max_attempt.get(path, 0) + 1
+        pid = self._paths.find(path)
+        return (0 if pid is None else self._max_attempt[pid]) + 1
 
     # -- checks (raise before anything is appended) -----------------------------------
 
@@ -325,20 +693,22 @@ class RunState:
 
     def check_begin(self, path: str) -> None:
         self.check_open()
-        if self.path_status.get(path) == "ended":
+        pid = self._find_path(path)
+        if pid is not None and self._status[pid] == _DONE:
             raise Conflict(
                 f"step {path!r} already ended; a recovery must supersede its entries before it runs again"
             )
-        if self.begun_in.get(path) == self.generation:
+        if pid is not None and self._begun[pid] == self.generation:
             raise Conflict(f"step {path!r} already began in generation {self.generation}")
 
     def check_invoke(self, path: str, attempt: object, dispatch: object) -> None:
         self.check_open()
         check_attempt(attempt)
         check_word(dispatch, INVOKE_DISPATCH, "invoke dispatch")
-        if self.path_status.get(path) == "ended":
+        pid = self._find_path(path)
+        if pid is not None and self._status[pid] == _DONE:
             raise Conflict(f"step {path!r} already ended; it cannot be invoked again")
-        previous = self.max_attempt.get(path, 0)
+        previous = 0 if pid is None else self._max_attempt[pid]
         assert isinstance(attempt, int)
         if attempt <= previous:
             raise Conflict(
@@ -359,13 +729,13 @@ class RunState:
     def check_end(self, path: str, outcome: object) -> None:
         self.check_open()
         check_word(outcome, STEP_OUTCOMES, "step outcome")
-        status = self.path_status.get(path)
-        if status is None and outcome not in ("skipped", "cancelled"):
+        status = self._status_of(path)
+        if status == _NONE and outcome not in ("skipped", "cancelled"):
             raise Conflict(
                 f"step {path!r} never began and was never invoked; call begin_step first "
                 "(only a skipped or cancelled step may end without beginning)"
             )
-        if status == "ended":
+        if status == _DONE:
             raise Conflict(f"step {path!r} already ended")
 
     def check_child(self, path: str, child: object) -> None:
@@ -373,7 +743,7 @@ class RunState:
         check_text(child, "child run id")
         if child in self.children:
             raise Conflict(f"child run {child!r} is already recorded")
-        if self.path_status.get(path) == "ended":
+        if self._status_of(path) == _DONE:
             raise Conflict(f"step {path!r} already ended; it cannot start a child run")
 
     def check_status_change(self, to: str) -> None:
@@ -392,15 +762,14 @@ class RunState:
         for n in seqs:
             if not 1 <= n <= self.entries:
                 raise Conflict(f"recovery supersedes entry {n}, which is not an earlier entry of this run")
-            fact = self.facts[n - 1]
-            if fact.log_kind in ("run-started", "recovered"):
-                raise Conflict(
-                    f"recovery cannot supersede entry {n}: it is a {ENTRY_KINDS[fact.log_kind]} entry"
-                )
-            if fact.superseded:
+            kind = _KINDS[self._kind[n - 1]]
+            if kind in ("run-started", "recovered"):
+                raise Conflict(f"recovery cannot supersede entry {n}: it is a {ENTRY_KINDS[kind]} entry")
+            if self._superseded[n - 1]:
                 raise Conflict(f"entry {n} is already superseded")
-        for orphan, partner in orphaned_by(self.facts, seqs):
-            fact = self.facts[orphan - 1]
+        facts = list(self.facts)  # a recovery is rare: the entries' objects, built once
+        for orphan, partner in orphaned_by(facts, seqs):
+            fact = facts[orphan - 1]
             raise Conflict(
                 f"recovery supersedes entry {partner} but not entry {orphan}, the "
                 f"{ENTRY_KINDS[fact.log_kind]} of {fact.path!r} that depends on it; "
@@ -415,7 +784,7 @@ class RunState:
             raise InvalidRequest("outputs are applicable only to a succeeded run")
 
 
-def orphaned_by(facts: list[EntryFact], supersedes: Iterable[int]) -> list[tuple[int, int]]:
+def orphaned_by(facts: Sequence[EntryFact], supersedes: Iterable[int]) -> list[tuple[int, int]]:
     """(entry, partner): active entries a recovery superseding ``supersedes`` would leave
     without the entry they depend on.
 
@@ -461,12 +830,21 @@ def check_attempt(attempt: object) -> None:
         raise InvalidRequest(f"attempt must be an integer from 1 to 2**63 - 1, not {shown(attempt)}")
 
 
+class _Light(msgspec.Struct, frozen=True):
+    """The fields of a begun, invoked, result or ended event that ``RunState.fold`` reads."""
+
+    path: str
+    attempt: int | None = None
+
+
+_LIGHT: Final = msgspec.json.Decoder(_Light)
+_LIGHT_KINDS: Final = {
+    kind: _KIND_CODE[kind] for kind in ("step-begun", "action-invoked", "action-result", "step-ended")
+}
+
+
 def _kind(event: EventBody) -> str:
     return str(event.__struct_config__.tag)
-
-
-#: A remembered key's value: log seq, entry seq (0 for none: entries count from 1), digest.
-_KEPT: Final = struct.Struct("<qq16s")
 
 
 def call_digest(event: EventBody, body: bytes) -> bytes:

@@ -336,9 +336,9 @@ def test_a_long_run_is_not_remembered_event_by_event(recorder: fe.RunRecorder) -
     run_id = recorder.start_run("x.py")
     ids = [recorder.log_event(run_id, "input", {"n": n}) for n in range(1_000)]
     assert ids == sorted(set(ids))
-    assert len(recorder._handles[run_id]._state.keys) == 1  # the start's
+    assert recorder._handles[run_id]._state.remembered_keys == 1  # the start's
     resumed = recorder.store.resume_run(run_id)
-    assert len(resumed._state.keys) == 1 and resumed._state.seq == 1_001
+    assert resumed._state.remembered_keys == 1 and resumed._state.seq == 1_001
     recorder.end_run(run_id)
     assert [e["payload"]["n"] for e in recorder.get_events(run_id)] == list(range(1_000))
 
