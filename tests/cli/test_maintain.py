@@ -4,37 +4,21 @@ of its own that says what was done. Real processes on a pty."""
 from __future__ import annotations
 
 import os
-import pty
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import forkline_es as fe
+from tests.cli.pty_run import run_on_pty
 
-EXE = str(Path(sys.executable).with_name("forkline-es"))
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def on_terminal(args: list[str]) -> bytes:
     """Everything ``forkline-es ARGS`` writes to a pty that is its stdout and stderr."""
-    leader, follower = pty.openpty()
-    env = os.environ | {"COLUMNS": "80", "TERM": "xterm"}
-    with subprocess.Popen(
-        [EXE, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env
-    ) as p:
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        assert p.wait(timeout=120) == 0, out
-    os.close(leader)
+    out, _, status = run_on_pty(
+        args, os.environ | {"COLUMNS": "80", "TERM": "xterm"}, stderr_tty=True, timeout=120
+    )
+    assert status == 0, out
     return out
 
 

@@ -7,39 +7,22 @@ pseudo-terminal, with a fake pager (a shell that copies what it is given into a 
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import forkline_es as fe
 
-EXE = str(Path(sys.executable).with_name("forkline-es"))
+from .pty_run import EXE, run_on_pty
 
 
 def on_terminal(args: list[str], **env: str) -> tuple[str, str]:
     """(screen, stderr) of ``forkline-es ARGS`` run with a pty as its stdin and stdout."""
-    leader, follower = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "PAGER", "LESS")}
     environ |= {"COLUMNS": "80", "LINES": "10", "TERM": "xterm"} | env
-    with subprocess.Popen(
-        [EXE, *args], stdin=follower, stdout=follower, stderr=subprocess.PIPE, env=environ
-    ) as p:
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        err = p.stderr.read().decode() if p.stderr else ""
-        assert p.wait(timeout=60) == 0, err
-    os.close(leader)
+    out, err, status = run_on_pty(args, environ, stdin_tty=True)
+    assert status == 0, err
     return out.decode(), err
 
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import forkline_es as fe
 
-EXE = str(Path(sys.executable).with_name("forkline-es"))
+from .pty_run import EXE, run_on_pty
 
 
 def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
@@ -65,21 +63,8 @@ def test_piped_lists_every_run_and_ndjson_streams_them(many: Path) -> None:
 
 def on_terminal(args: list[str], **env: str) -> tuple[str, str]:
     """(stdout, stderr) of ``forkline-es ARGS`` whose stdout is a terminal (a pty)."""
-    leader, follower = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"COLUMNS": "200"} | env
-    with subprocess.Popen([EXE, *args], stdout=follower, stderr=subprocess.PIPE, env=environ) as p:
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        err = p.stderr.read().decode() if p.stderr else ""
-    os.close(leader)
+    out, err, _ = run_on_pty(args, environ)
     return out.decode(), err
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,7 +18,8 @@ import forkline_es as fe
 from forkline_es.records import when
 from forkline_es.values import canonical_timestamp, parse_canonical_timestamp
 
-EXE = str(Path(sys.executable).with_name("forkline-es"))
+from .pty_run import EXE, run_on_pty
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 ART = "sha256:" + "ab" * 32
 
@@ -28,24 +27,12 @@ ART = "sha256:" + "ab" * 32
 def on_terminal(args: list[str], columns: int = 80) -> str:
     """The screen of ``forkline-es ARGS`` whose stdout is a pty ``columns`` wide (no pager:
     stdin is not a terminal)."""
-    leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {
         "COLUMNS": str(columns),
         "TERM": "xterm",
     }
-    with subprocess.Popen([EXE, *args], stdin=subprocess.DEVNULL, stdout=follower, env=env) as p:
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        assert p.wait(timeout=60) == 0
-    os.close(leader)
+    out, err, status = run_on_pty(args, env)
+    assert status == 0, err
     return ANSI.sub("", out.decode()).replace("\r\n", "\n")
 
 
