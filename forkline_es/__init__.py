@@ -8,9 +8,9 @@ only records (issue 22: <= 0.08 s).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from forkline_es._lazy import lazy_names
 from forkline_es._version import __version__
 from forkline_es.errors import (
     Conflict,
@@ -72,15 +72,7 @@ _LAZY: Final[dict[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``fe.<name>`` for a lazily loaded public name (imported once, then cached here)."""
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'forkline_es' has no attribute {name!r}")
-    module = importlib.import_module(where)
-    value = module if name == "testing" else getattr(module, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -6,8 +6,9 @@ The names below load on first use (module ``__getattr__``): the recording path i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from forkline_es._lazy import lazy_names
 
 if TYPE_CHECKING:
     from forkline_es.artifacts.manifest import REQUIRED_FACTS, Manifest
@@ -36,10 +37,4 @@ _WHERE: Final[dict[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'forkline_es.artifacts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"forkline_es.artifacts.{where}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, {name: f"{__name__}.{where}" for name, where in _WHERE.items()})

@@ -6,8 +6,9 @@ does not import the application of retention until a process applies it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from forkline_es._lazy import lazy_names
 
 if TYPE_CHECKING:
     from forkline_es.retention.apply import EvictedRun, GcReport, ReducedRun, RetentionReport
@@ -43,10 +44,4 @@ _WHERE: Final[dict[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'forkline_es.retention' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"forkline_es.retention.{where}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, {name: f"{__name__}.{where}" for name, where in _WHERE.items()})
