@@ -221,11 +221,7 @@ class SqliteBackend:
         if self.read_only:
             self.refuse_write("append")
         with self._lock:
-            cur = self.connection().cursor()
-            try:
-                cur.execute("BEGIN IMMEDIATE")
-            except apsw.Error as e:
-                raise translate(e, "append") from None
+            cur = self._begin_immediate("append")
             try:
                 positions = self._insert(cur, rows)
                 result = then(cur, positions) if then is not None else None
@@ -237,6 +233,16 @@ class SqliteBackend:
                 raise
         return positions, result
 
+    def _begin_immediate(self, what: str, *, maintenance: bool = False) -> apsw.Cursor:
+        """A cursor in a new write transaction (BEGIN IMMEDIATE: the write lock now, so a
+        busy store makes the caller wait here, before any work, not at its first write)."""
+        cur: apsw.Cursor = self.connection().cursor()
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        except apsw.Error as e:
+            raise translate(e, what, maintenance=maintenance) from None
+        return cur
+
     def append_group(self, batches: Sequence[Batch]) -> list[Outcome]:
         """Several callers' batches in one transaction, each in its own savepoint (``log.group``).
 
@@ -247,11 +253,7 @@ class SqliteBackend:
             self.refuse_write("append")
         out: list[Outcome] = []
         with self._lock:
-            cur = self.connection().cursor()
-            try:
-                cur.execute("BEGIN IMMEDIATE")
-            except apsw.Error as e:
-                raise translate(e, "append") from None
+            cur = self._begin_immediate("append")
             try:
                 for rows, then in batches:
                     cur.execute("SAVEPOINT caller")
@@ -315,11 +317,7 @@ class SqliteBackend:
         if self.read_only:
             self.refuse_write(what)
         with self._lock:
-            cur = self.connection().cursor()
-            try:
-                cur.execute("BEGIN IMMEDIATE")
-            except apsw.Error as e:
-                raise translate(e, what, maintenance=maintenance) from None
+            cur = self._begin_immediate(what, maintenance=maintenance)
             try:
                 yield cur
                 cur.execute("COMMIT")
