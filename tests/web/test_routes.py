@@ -343,3 +343,9 @@ def test_query_form_without_an_id_is_invalid_request(demo_client: TestClient) ->
     response = demo_client.get("/api/run")
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid-request"
     assert demo_client.get("/api/run?id=demo-first").json()["run"]["id"] == "demo-first"
+
+
+def test_the_filter_form_keeps_every_label_filter_and_offers_one_more(demo_client: TestClient) -> None:
+    page = demo_client.get("/runs?label=team%3Da&label=tier%3Db&label=").text
+    inputs = re.findall(r'<input name="label" value="([^"]*)"', page)
+    assert inputs == ["team=a", "tier=b", ""]
