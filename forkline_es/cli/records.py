@@ -33,6 +33,7 @@ from forkline_es.cli._common import (
 )
 from forkline_es.compat.views import run_events
 from forkline_es.records import when
+from forkline_es.records.attempts import step_attempts
 from forkline_es.records.operations import log_events
 from forkline_es.records.plain import plain_value
 from forkline_es.records.timeline import timeline
@@ -494,16 +495,8 @@ def _attempts(entries: list[dict[str, Any]], path: str, typed: bool, origin: str
     With ``origin`` (the step's start, on a terminal) the times are when the attempt was
     invoked relative to it and how long it took to answer; else both full timestamps.
     """
-    superseded = {n: e["seq"] for e in entries if e["kind"] == "recovery" for n in e["supersedes"]}
-    results = {
-        (e["attempt"], e["generation"]): e for e in entries if e["kind"] == "result" and e["path"] == path
-    }
     rows = []
-    for e in entries:
-        if e["kind"] != "invoke" or e["path"] != path:
-            continue
-        r = results.get((e["attempt"], e["generation"]), {})
-        gone = superseded.get(e["seq"])
+    for e, r, gone in step_attempts(entries, path):
         invoked, answered = e.get("x-at"), r.get("x-at")
         if origin is not None:
             invoked, answered = when.offset(invoked, origin), when.between(invoked, answered)

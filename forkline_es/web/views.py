@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 import msgspec
 
+from forkline_es.records.attempts import step_attempts, superseded_by
 from forkline_es.records.plain import plain_value
 
 __all__ = [
@@ -103,11 +104,6 @@ def slot_view(slot: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def superseded_by(entries: list[dict[str, Any]]) -> dict[int, int]:
-    """Entry seq -> the seq of the recovery that set it aside."""
-    return {n: e["seq"] for e in entries if e["kind"] == "recovery" for n in e["supersedes"]}
-
-
 @dataclass
 class Attempt:
     """One invoke of a step, with its result when it has one (the step page's rows)."""
@@ -128,15 +124,8 @@ class Attempt:
 def attempts_of(entries: list[dict[str, Any]], path: str) -> list[Attempt]:
     """Every attempt at ``path`` in seq order; a result pairs with its invoke by (attempt,
     generation), as the log records them."""
-    gone = superseded_by(entries)
-    results = {
-        (e["attempt"], e["generation"]): e for e in entries if e["kind"] == "result" and e["path"] == path
-    }
     rows = []
-    for e in entries:
-        if e["kind"] != "invoke" or e["path"] != path:
-            continue
-        r = results.get((e["attempt"], e["generation"]), {})
+    for e, r, gone in step_attempts(entries, path):
         arguments = (e.get("payloads") or {}).get("arguments")
         result = (r.get("payloads") or {}).get("result")
         rows.append(
@@ -150,7 +139,7 @@ def attempts_of(entries: list[dict[str, Any]], path: str) -> list[Attempt]:
                 result=None if result is None else slot_view(result),
                 invoked_at=e.get("x-at"),
                 answered_at=r.get("x-at"),
-                superseded_by=gone.get(e["seq"]),
+                superseded_by=gone,
                 seq=e["seq"],
             )
         )
