@@ -353,6 +353,8 @@ def evict_run(
                         (run_id,),
                     )
             events = len(cur.execute("DELETE FROM log WHERE run_id = ? RETURNING seq", (run_id,)).fetchall())
+            for table in ("run_checkpoint", "run_checkpoint_piece"):  # derived: they go with the run
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             for table, column in tables:
                 if column == "run_id":
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
