@@ -44,8 +44,9 @@ __all__ = ["EVERY", "FORMAT", "PATHS_PER_PIECE", "Mismatch", "Saving", "due", "l
 
 #: Rows per row piece; a checkpoint is due at every multiple of it.
 EVERY: Final = 4096
-#: Paths per path piece.
-PATHS_PER_PIECE: Final = 4096
+#: Paths per path piece: a checkpoint rewrites the pieces of the paths changed since the
+#: last one, usually the paths new since then, and the rest of the last piece.
+PATHS_PER_PIECE: Final = 1024
 #: The blob format: a head of another format is not read (the whole log is folded).
 FORMAT: Final = 1
 

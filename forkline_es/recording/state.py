@@ -8,12 +8,13 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 from __future__ import annotations
 
 import hashlib
+import operator
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress, repeat
 from typing import Any, Final, overload
 
 import msgspec
@@ -295,13 +296,14 @@ class _Texts:
         never asked for: every key and path is nonempty, and gaps are stored empty)."""
         ends = self._ends[start:stop]
         base = self._ends[start - 1] if start else 0
-        buf, index = self._buf[base : ends[-1] if ends else base], []
-        previous = 0
-        for n, end in enumerate(ends, start):
-            if end - base > previous:
-                index.append(stable_hash(buf[previous : end - base]) << _NUMBER_BITS | n)
-            previous = end - base
-        return bytes(buf), ends, array("Q", sorted(index))
+        buf = bytes(self._buf[base : ends[-1] if ends else base])
+        # C-level iteration (map over builtins) only: a piece is thousands of texts
+        starts = list(chain((base,), ends[:-1]))
+        offsets = [map(operator.sub, starts, repeat(base)), map(operator.sub, ends, repeat(base))]
+        texts = map(buf.__getitem__, map(slice, *offsets))
+        hashes = map(operator.rshift, map(zlib.crc32, texts), repeat(8))
+        values = map(operator.or_, map(operator.lshift, hashes, repeat(_NUMBER_BITS)), range(start, stop))
+        return buf, ends, array("Q", sorted(compress(values, map(operator.lt, starts, ends))))
 
     def load(self, pieces: Sequence[tuple[bytes, array[int], array[int]]], indexed: int) -> None:
         """Become the texts saved by ``piece`` over consecutive ranges from 0 (an empty
