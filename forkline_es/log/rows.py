@@ -60,22 +60,6 @@ class NewRow(msgspec.Struct, frozen=True):
     prev: str | None
     payloads: tuple[tuple[str, bytes], ...] = ()
 
-    def stored(self, position: int) -> LogRow:
-        """The row as the log holds it once appended at ``position`` (what projections fold)."""
-        return LogRow(
-            position,
-            self.run_id,
-            self.seq,
-            self.entry,
-            self.generation,
-            self.kind,
-            self.at,
-            self.key,
-            self.body.decode(),
-            self.digest,
-            self.prev,
-        )
-
 
 #: The ``log`` columns in ``LogRow``'s field order: ``LogRow(*row)`` of a ``SELECT`` of these.
 LOG_COLUMNS: Final = "position, run_id, seq, entry, generation, kind, at, key, body, digest, prev"

@@ -232,8 +232,8 @@ def remove_payloads(
     digest = row_digest(run_id, seq, None, generation, kind, at, key, prev, body)
     row = NewRow(run_id, seq, None, generation, kind, at, key, body, digest, prev)
 
-    def then(cur: Cursor, positions: list[int]) -> None:
-        store.projections.apply(cur, row.stored(positions[0]), event)
+    def then(cur: Cursor) -> None:
+        store.projections.apply(cur, row, event)
         for position, slot in removed:
             first = position * SLOTS_PER_EVENT
             gone = cur.execute(
