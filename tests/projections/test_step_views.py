@@ -182,8 +182,8 @@ def test_a_commit_that_failed_after_its_fold_leaves_no_folded_state(db_path: Pat
         append = store.log.append
 
         def failing_commit(rows: Any, then: Any = None) -> Any:
-            def fold_then_fail(cur: Any, positions: list[int]) -> None:
-                then(cur, positions)
+            def fold_then_fail(cur: Any) -> None:
+                then(cur)
                 raise OSError("the disk went away before COMMIT")
 
             return append(rows, fold_then_fail)
