@@ -180,3 +180,22 @@ def test_reads_inside_a_fold_through_the_backend_see_the_transactions_rows(pg_ds
         assert result == ([("r",)], [(1,)])
     finally:
         backend.close()
+
+
+def test_appends_after_conflicts_find_every_statement_they_prepared(pg_dsn: str) -> None:
+    """psycopg prepares a statement at its fifth execution, and in a pipeline that fails
+    before it the server skips the preparing too: a refused append must leave psycopg's
+    record of prepared statements as the server's (else the next append that uses it is
+    "prepared statement does not exist"). Conflicts alternate with good appends until
+    every fold statement has crossed that threshold in one or the other."""
+    with fe.Store.open(pg_dsn) as store:
+        run = store.start_run("wf", run_id="r")
+        for i in range(8):
+            stale = store.resume_run("r")
+            _step(run, i)
+            with pytest.raises(fe.Conflict), stale.batch():
+                _step(stale, 100 + i)
+            with pytest.raises(fe.Conflict):
+                stale.begin_step(f"other/{i}")
+        assert sorted(store.get_run_record("r")["steps"]) == [f"step/{i}" for i in range(8)]
+        assert store.check_projections() == []

@@ -201,11 +201,22 @@ class PostgresBackend:
             positions = [_position(insert) for insert in inserts]  # the pipeline's one sync
             self._in_transaction = False
         except BaseException as e:
-            self._rollback()
+            self._abandon()
             if isinstance(e, psycopg.Error):
                 raise pgc.translate(e, "append") from None
             raise
         return positions, result
+
+    def _abandon(self) -> None:
+        """Roll a failed pipelined append back through psycopg's own ``rollback``, which also
+        forgets every statement psycopg counts as prepared (and deallocates them): a statement
+        it began preparing behind the failure was skipped by the server, Parse included, and
+        would otherwise be "prepared statement does not exist" at its next use."""
+        self._in_transaction = False
+        self._snapshot_horizon = None
+        if not self.conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                self.conn.rollback()
 
     @contextmanager
     def transaction(self, what: str, *, maintenance: bool = False) -> Iterator[Cursor]:
