@@ -353,9 +353,9 @@ class Store:
     def _commit_many(self, pending: list[tuple[NewRow, EventBody]]) -> list[int]:
         """Append rows (all or none) and fold each into every projection, in one transaction."""
 
-        def project(cur: Cursor, positions: list[int]) -> None:
-            for position, (row, event) in zip(positions, pending, strict=True):
-                self.projections.apply(cur, row.stored(position), event)
+        def project(cur: Cursor) -> None:  # no positions needed: PostgreSQL sends it all at once
+            for row, event in pending:
+                self.projections.apply(cur, row, event)
 
         try:
             positions, _ = self.log.append([row for row, _ in pending], project)

@@ -199,7 +199,7 @@ class PostgresBackend:
                 self._cur.execute("ROLLBACK")
 
     def append(
-        self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
+        self, rows: Sequence[NewRow], then: Callable[[Cursor], T] | None = None
     ) -> tuple[list[int], T | None]:
         """Each row and its payload values in one prepared statement (``_append_sql``), which
         takes the row's position from the log's BEFORE INSERT trigger (behind the shared
@@ -207,11 +207,13 @@ class PostgresBackend:
 
         One row that nothing folds is that statement alone, in autocommit: its own
         transaction, one round trip, as a raw insert. Otherwise in pipeline mode:
-        ``BEGIN``, the rows and ``COMMIT`` go together, one round trip, when nothing is
-        folded; with ``then``, the positions come back first (the
-        fold needs them) and its writes go with the COMMIT: two round trips, and one more
-        for each read the fold makes. An error of any statement is raised by the sync that
-        brings it back, and translated here as before.
+        ``BEGIN``, the rows, the fold's writes (``then`` on a cursor that queues them: the
+        fold needs no position) and ``COMMIT`` go together and one sync brings every
+        result back, the positions included: one round trip, and one more for each read
+        the fold makes (a read syncs what is queued before it, so it sees the rows). An
+        error of any statement (a taken ``(run_id, seq)`` included) is raised by the sync
+        that brings it back, the transaction is rolled back, and it is translated here as
+        before; the fold has then run for nothing, which its caller undoes in its caches.
         """
         if self.read_only:
             self.refuse_write("append")
@@ -228,7 +230,7 @@ class PostgresBackend:
         self,
         rows: Sequence[NewRow],
         statements: list[tuple[str, list[Any]]],
-        then: Callable[[Cursor, list[int]], T] | None,
+        then: Callable[[Cursor], T] | None,
     ) -> tuple[list[int], T | None]:
         """The connection died during an append: on a new one, the log says whether it
         committed. None of its rows there: it did not (a dead session's transaction is
@@ -254,7 +256,7 @@ class PostgresBackend:
         return self._append_once(statements, then)
 
     def _append_once(
-        self, statements: list[tuple[str, list[Any]]], then: Callable[[Cursor, list[int]], T] | None
+        self, statements: list[tuple[str, list[Any]]], then: Callable[[Cursor], T] | None
     ) -> tuple[list[int], T | None]:
         if then is None and len(statements) == 1:
             try:  # one statement: its own transaction, nothing to roll back if it fails
@@ -264,7 +266,6 @@ class PostgresBackend:
         conn = self.conn
         inserts = [self._insert if i == 0 else conn.cursor() for i in range(len(statements))]
         result: T | None = None
-        positions: list[int] = []
         try:
             self._in_transaction = True
             with conn.pipeline() as pipeline:
@@ -272,23 +273,31 @@ class PostgresBackend:
                 for insert, (sql, params) in zip(inserts, statements, strict=True):
                     insert.execute(sql, params, prepare=True)
                 if then is not None:
-                    pipeline.sync()  # the positions: round trip 1 of 2
-                    positions = [_position(insert) for insert in inserts]
                     self._pipeline = pipeline
                     try:
-                        result = then(PgCursor(conn.cursor(), pipeline), positions)
+                        result = then(PgCursor(conn.cursor(), pipeline))
                     finally:
                         self._pipeline = None
                 self._cur.raw.execute("COMMIT")
-            if then is None:
-                positions = [_position(insert) for insert in inserts]
+            positions = [_position(insert) for insert in inserts]  # the pipeline's one sync
             self._in_transaction = False
         except BaseException as e:
-            self._rollback()
+            self._abandon()
             if isinstance(e, psycopg.Error):
                 raise pgc.translate(e, "append") from None
             raise
         return positions, result
+
+    def _abandon(self) -> None:
+        """Roll a failed pipelined append back through psycopg's own ``rollback``, which also
+        forgets every statement psycopg counts as prepared (and deallocates them): a statement
+        it began preparing behind the failure was skipped by the server, Parse included, and
+        would otherwise be "prepared statement does not exist" at its next use."""
+        self._in_transaction = False
+        self._snapshot_horizon = None
+        if not self.conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                self.conn.rollback()
 
     @contextmanager
     def transaction(self, what: str, *, maintenance: bool = False) -> Iterator[Cursor]:
