@@ -287,6 +287,42 @@ def handle(workdir: Path, steps: int, repeats: int) -> list[Row]:
     ]
 
 
+def _record_steps(steps: int, every: int) -> Trial:
+    """CPU time of ``begin_step`` + ``end_step`` x ``steps`` in an in-memory store, with run
+    checkpoints every ``every`` rows (``recording.checkpoint.EVERY``)."""
+    import gc
+
+    from forkline_es.recording import checkpoint
+
+    saved, checkpoint.EVERY = checkpoint.EVERY, every
+    try:
+        with fe.Store.open(":memory:") as store:
+            run = store.start_run(workflow="bench/handle")
+            gc.collect()
+            start = time.process_time()
+            for i in range(steps):
+                run.begin_step(f"s/{i}", arguments={"i": i})
+                run.end_step(f"s/{i}", "succeeded", result={"i": i})
+            return Trial(2 * steps, time.process_time() - start)
+    finally:
+        checkpoint.EVERY = saved
+
+
+def checkpoint_cost(steps: int, repeats: int) -> Row:
+    """What writing run checkpoints adds to recording: the same calls with them (every
+    4,096 rows) against without (never due), alternating."""
+    from forkline_es.recording import checkpoint
+
+    return paired(
+        f"begin_step + end_step, {steps:,} steps in memory, run checkpoints written (CPU)",
+        lambda: _record_steps(steps, checkpoint.EVERY),
+        lambda: _record_steps(steps, 2**62),
+        "the same calls without run checkpoints",
+        repeats,
+        unit="calls/s",
+    )
+
+
 _PROSE: Final = (
     "The customer asked whether the invoice for March included the discount agreed in the "
     "February call; the agent checked the ledger, found the credit note and drafted a reply. "
@@ -334,6 +370,7 @@ def run(quick: bool, workdir: Path) -> list[Row]:
     rows += group_commit(workdir, 8, 100 if quick else 1_000, 3 if quick else 5)
     rows += reads(workdir, 1_000 if quick else 10_000, 3 if quick else 9)
     rows += handle(workdir, 5_000 if quick else 50_000, 3)
+    rows.append(checkpoint_cost(5_000 if quick else 20_000, 3 if quick else 7))
     rows.append(storage(workdir, 500 if quick else 10_000))
     return rows
 

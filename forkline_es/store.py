@@ -33,6 +33,8 @@ from forkline_es.log.events import EventBody, RunStarted
 from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
 from forkline_es.projections.runner import Projections, Projector
+from forkline_es.recording import checkpoint
+from forkline_es.recording.checkpoint import Saving
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import DEFAULT_MAX_PAYLOAD_BYTES, check_payload_limit, encode_slots
 from forkline_es.recording.run import Run, logged_refusals
@@ -326,10 +328,14 @@ class Store:
         rows its id still has; rows without a start are no run (``run-not-found``).
         """
         check_text(run_id, "run_id")
-        state = RunState(run_id=run_id)
         with self.log.snapshot() as cur:
             if self.log.eviction(run_id, cur) is not None:
                 raise RunNotRetained(f"run {run_id!r} was evicted; its events are gone")
+            state = self._from_checkpoint(cur, run_id)
+            if state is not None:
+                state.fold(self.log.read_run_from(run_id, state.seq + 1, cur=cur))
+                return Run(self, state)
+            state = RunState(run_id=run_id)
             rows = self.log.read_run(run_id, cur)
             first = next(rows, None)
             if first is not None and first.seq != 1:
@@ -342,20 +348,34 @@ class Store:
             raise RunNotFound(f"no run {run_id!r} in {self.path}")
         return Run(self, state)
 
-    def _commit(self, row: NewRow, event: EventBody) -> int:
-        """Append one row and fold it into every projection, in one transaction."""
+    def _from_checkpoint(self, cur: Cursor, run_id: str) -> RunState | None:
+        """The run's state at its checkpoint (``recording.checkpoint``), or None: there is
+        none, or it does not stand for the log (logged; the caller folds the whole log)."""
+        state = RunState(run_id=run_id)
+        try:
+            return state if checkpoint.load(cur, run_id, state) else None
+        except checkpoint.Mismatch as e:
+            _log.warning("checkpoint_not_used", run_id=run_id, reason=str(e))
+            return None
+
+    def _commit(self, row: NewRow, event: EventBody, save: Saving | None = None) -> int:
+        """Append one row and fold it into every projection, in one transaction (with the
+        run checkpoint ``save`` that the row is due to carry, ``recording.checkpoint``)."""
         if self.projections.folds(event):
-            return self._commit_many([(row, event)])[0]
-        positions, _ = self.log.append((row,))  # e.g. a Forkline event: nothing to fold
+            return self._commit_many([(row, event)], save)[0]
+        then = None if save is None else save.write
+        positions, _ = self.log.append((row,), then)  # e.g. a Forkline event: nothing to fold
         self.projections.passed(row.run_id, row.seq)
         return positions[0]
 
-    def _commit_many(self, pending: list[tuple[NewRow, EventBody]]) -> list[int]:
+    def _commit_many(self, pending: list[tuple[NewRow, EventBody]], save: Saving | None = None) -> list[int]:
         """Append rows (all or none) and fold each into every projection, in one transaction."""
 
         def project(cur: Cursor) -> None:  # no positions needed: PostgreSQL sends it all at once
             for row, event in pending:
                 self.projections.apply(cur, row, event)
+            if save is not None:
+                save.write(cur)
 
         try:
             positions, _ = self.log.append([row for row, _ in pending], project)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -94,10 +95,10 @@ def sqlite_mem_store() -> Iterator[fe.Store]:
 
 @pytest.fixture
 def damaged_db(tmp_path: Path) -> Path:
-    """A store of 20 concluded runs, checkpointed into its file, with a page's worth of
-    noise written a third into the file (the same noise every time). Where it lands depends
-    on the file's layout: at the middle it hit only payload pages once the listing indexes
-    came (issue 23), which ``verify --no-projections`` reports as missing values instead."""
+    """A store of 20 concluded runs, checkpointed into its file, with noise written over
+    the middle page of the ``log`` and of the ``entry`` table (the same noise every time). A fixed offset
+    depended on the file's layout: at the middle it hit only payload pages once the listing
+    indexes came (issue 23), a third in it hit the schema once run checkpoints came."""
     db = tmp_path / "runs.db"
     with fe.Store.open(db) as store:
         for i in range(20):
@@ -107,11 +108,20 @@ def damaged_db(tmp_path: Path) -> Path:
                 run.end_step(f"s/{s}", "succeeded")
             run.conclude("succeeded")
         store.gc()  # everything checkpointed into the file
-    size = db.stat().st_size
+    conn = apsw.Connection(str(db))
+    try:  # the middle page of the log and of the records' entries, wherever the schema puts them
+        pages = [
+            [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? ORDER BY pageno", (t,))]
+            for t in ("log", "entry")
+        ]
+        page_size = conn.execute("PRAGMA page_size").fetchall()[0][0]
+    finally:
+        conn.close()
     rng = random.Random(1)
     with open(db, "r+b") as f:
-        f.seek(size // 3)
-        f.write(bytes(rng.randrange(256) for _ in range(4096)))
+        for of in pages:
+            f.seek((of[len(of) // 2] - 1) * page_size)
+            f.write(bytes(rng.randrange(256) for _ in range(page_size)))
     return db
 
 

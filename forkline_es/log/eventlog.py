@@ -48,10 +48,15 @@ class EventLog:
         for row in c.execute(f"SELECT {_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq", (run_id,)):
             yield LogRow(*row)
 
-    def read_run_from(self, run_id: str, seq: int, limit: int = -1) -> Iterator[LogRow]:
-        """One run's events from ``seq`` on, in seq order."""
-        sql = f"SELECT {_COLUMNS} FROM log WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
-        for row in self.backend.cursor().execute(sql, (run_id, seq, limit)):
+    def read_run_from(
+        self, run_id: str, seq: int, limit: int = -1, *, cur: Cursor | None = None
+    ) -> Iterator[LogRow]:
+        """One run's events from ``seq`` on, in seq order (``limit`` of them when >= 0)."""
+        sql = f"SELECT {_COLUMNS} FROM log WHERE run_id = ? AND seq >= ? ORDER BY seq"
+        params: tuple[object, ...] = (run_id, seq)
+        if limit >= 0:  # PostgreSQL refuses a negative LIMIT (SQLite reads it as none)
+            sql, params = f"{sql} LIMIT ?", (run_id, seq, limit)
+        for row in self._cursor(cur).execute(sql, params):
             yield LogRow(*row)
 
     def read_from(

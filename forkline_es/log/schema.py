@@ -18,6 +18,7 @@ __all__ = [
     "END_OF_LOG",
     "EVICTED_RUN_REFUSED",
     "MIGRATIONS",
+    "RUN_CHECKPOINT_DDL",
     "SCHEMA_VERSION",
     "SLOTS_PER_EVENT",
     "payload_ids",
@@ -310,7 +311,28 @@ BEGIN
 END;
 """
 
+# Version 6: run checkpoints (``recording.checkpoint``), a run handle's state saved every
+# few thousand rows so that resume_run folds only the rows after it. Derived data, like a
+# projection: written in the transaction of an append, deleted with the run's eviction,
+# never copied, and taken by a resume only when the log's row at its seq has its digest.
+# No trigger guards them: a lost or altered checkpoint costs a full fold, never a fact.
+RUN_CHECKPOINT_DDL: Final = """
+CREATE TABLE run_checkpoint (
+    run_id TEXT    PRIMARY KEY,
+    seq    INTEGER NOT NULL,                        -- the run's row the state is after
+    digest TEXT    NOT NULL,                        -- that row's digest in the log
+    format INTEGER NOT NULL,                        -- recording.checkpoint.FORMAT
+    head   BLOB    NOT NULL                         -- msgpack: scalars and the pieces' digests
+);
+CREATE TABLE run_checkpoint_piece (
+    run_id TEXT    NOT NULL,
+    piece  INTEGER NOT NULL,                        -- i >= 0: rows; -1 - j: paths
+    data   BLOB    NOT NULL,
+    PRIMARY KEY (run_id, piece)
+);
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, RUN_CHECKPOINT_DDL)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

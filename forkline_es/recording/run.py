@@ -33,6 +33,8 @@ from forkline_es.log.events import (
     kind_of,
 )
 from forkline_es.log.rows import LogRow, NewRow, row_digest
+from forkline_es.recording import checkpoint
+from forkline_es.recording.checkpoint import Saving
 from forkline_es.recording.markers import MISSING
 from forkline_es.recording.payloads import BODY_ALLOWANCE, encode_slots, too_large
 from forkline_es.recording.state import (
@@ -88,9 +90,11 @@ class Host(Protocol):
 
     def _now(self) -> str: ...
 
-    def _commit(self, row: NewRow, event: EventBody) -> int: ...
+    def _commit(self, row: NewRow, event: EventBody, save: Saving | None = None) -> int: ...
 
-    def _commit_many(self, pending: list[tuple[NewRow, EventBody]]) -> list[int]: ...
+    def _commit_many(
+        self, pending: list[tuple[NewRow, EventBody]], save: Saving | None = None
+    ) -> list[int]: ...
 
     def _log_row(self, run_id: str, seq: int) -> LogRow | None: ...
 
@@ -150,6 +154,8 @@ class Run:
         self._batch: list[tuple[NewRow, EventBody]] | None = None
         #: files the batch's events point at, placed once the batch commits
         self._batch_files: list[Placement] = []
+        #: the run checkpoint the batch is due to carry (``recording.checkpoint``)
+        self._batch_save: Saving | None = None
 
     @property
     def id(self) -> str:
@@ -457,7 +463,7 @@ class Run:
             raise InvalidRequest("batches do not nest: end the open run.batch() first")
         if self._fenced is not None:
             raise Conflict(self._fenced)
-        self._batch, self._batch_files = [], []
+        self._batch, self._batch_files, self._batch_save = [], [], None
         try:
             yield self
         except BaseException:
@@ -466,11 +472,14 @@ class Run:
             self._reload()
             raise
         pending, self._batch = self._batch, None
+        save, self._batch_save = self._batch_save, None
         if not pending:
             self._place_batch_files()  # repeats of calls already recorded: repair their files
             return
         try:
-            positions = self._store._commit_many(pending)
+            positions = self._store._commit_many(pending, save)
+            if save is not None:
+                save.done(self._state)
         except BaseException as e:
             self._discard_batch_files()
             self._reload()
@@ -594,12 +603,13 @@ class Run:
         )
         if self._batch is not None:
             self._batch.append((row, event))
+            self._batch_save = checkpoint.due(state, seq, self._batch_save)
             state.apply(seq, entry, gen, key, digest, body, event)
             if placement is not None:
                 self._placed(placement)
             return entry if entry is not None else seq
         try:
-            position = self._store._commit(row, event)
+            position = self._commit(row, event)
         except Conflict:
             if self._adopt_own_commit(row, event, body):
                 self._placed(placement)
@@ -624,6 +634,19 @@ class Run:
         if placement is not None:  # a file the event points at: only now, once it is in the log
             self._placed(placement)
         return entry if entry is not None else seq
+
+    def _commit(self, row: NewRow, event: EventBody) -> int:
+        """``Store._commit``, with the run checkpoint due at this row (``recording.checkpoint``)."""
+        save = checkpoint.due(self._state, row.seq)
+        if save is None:
+            return self._store._commit(row, event)
+        try:
+            position = self._store._commit(row, event, save)
+        except BaseException:
+            save.undo(self._state)
+            raise
+        save.done(self._state)
+        return position
 
     def _adopt_unacked(self, seq: int) -> bool:
         """Is the row at ``seq`` exactly the one whose commit raised earlier? Then fold it in.

@@ -8,11 +8,13 @@ its state cached, so a call costs one in-memory check and one append, not a re-r
 from __future__ import annotations
 
 import hashlib
+import operator
+import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, chain, compress, repeat
 from typing import Any, Final, overload
 
 import msgspec
@@ -160,6 +162,8 @@ _NOT_WORK: Final = frozenset({"run-started", "recovered", "run-concluded"})
 #: Entry kinds by their one-byte code in ``RunState``'s per-entry columns.
 _KINDS: Final = tuple(ENTRY_KINDS)
 _KIND_CODE: Final = {kind: code for code, kind in enumerate(_KINDS)}
+#: How many entry kind codes there are (a saved kind byte is below it).
+ENTRY_CODES: Final = len(_KINDS)
 _NOT_WORK_CODES: Final = frozenset(_KIND_CODE[k] for k in _NOT_WORK)
 _BEGUN: Final = _KIND_CODE["step-begun"]
 _ENDED: Final = _KIND_CODE["step-ended"]
@@ -174,26 +178,40 @@ _STATUS_WORD: Final = {_ACTIVE: "active", _DONE: "ended"}
 _UNSET: Final = -1
 
 
+#: ``_Texts``' index value: a text's 24-bit ``stable_hash`` above its 40-bit number.
+_NUMBER_BITS: Final = 40
+_NUMBER_MASK: Final = (1 << _NUMBER_BITS) - 1
+
+
+def stable_hash(data: bytes | bytearray) -> int:
+    """24 bits of CRC-32 of a text's UTF-8: the same in every process (``hash`` is salted)."""
+    return zlib.crc32(data) >> 8
+
+
 class _Texts:
     """Many short strings packed in one UTF-8 buffer, found by number or by text.
 
     A dict of 100,000 str keys costs about 100 bytes a key in objects; here a key costs its
-    UTF-8 bytes and about 12 bytes of columns (its end, and its hash and number in the
-    hash order). Strings are numbered from 0 in the order they are added. The ones added
-    lately sit in a small dict; once it holds a quarter of the rest, they join the hash-sorted
-    columns (one C-level sort), found there by bisection. A text added again under a later
-    number answers with the later one, as a dict assignment would.
+    UTF-8 bytes and 12 bytes of columns (its end, and one packed index value). Strings are
+    numbered from 0 in the order they are added. The ones added lately sit in a small dict;
+    once it holds a quarter of the rest, they join the sorted index column (one C-level
+    sort), found there by bisection. A text added again under a later number answers with
+    the later one, as a dict assignment would.
+
+    The index packs a text's ``stable_hash`` (24 bits, the same in every process, unlike
+    ``hash``) above its number (40 bits), so one sorted column holds both, and index
+    columns saved in pieces (a run checkpoint, ``recording.checkpoint``) are joined by one
+    merge sort instead of hashing every text again.
     """
 
-    __slots__ = ("_buf", "_ends", "_indexed", "_order", "_recent", "_sorted", "bulk")
+    __slots__ = ("_buf", "_ends", "_index", "_indexed", "_recent", "bulk")
 
     def __init__(self) -> None:
         self._buf = bytearray()
-        #: 4-byte columns, widened to 8 the day a number does not fit (``_widened``)
+        #: 4-byte ends, widened to 8 the day one does not fit (``_widened``)
         self._ends = array("I")
-        #: numbers of the indexed texts not in ``_recent``, sorted by hash, and their hashes
-        self._order = array("I")
-        self._sorted = array("q")
+        #: ``stable_hash(text) << 40 | number`` of the indexed texts not in ``_recent``, sorted
+        self._index = array("Q")
         self._recent: dict[str, int] = {}
         self._indexed = 0
         #: while True (a resume folding the whole log), ``_recent`` grows until ``compact``
@@ -222,7 +240,7 @@ class _Texts:
         if indexed:
             self._indexed += 1
             self._recent[text] = number
-            if not self.bulk and len(self._recent) > max(4096, len(self._order) >> 2):
+            if not self.bulk and len(self._recent) > max(4096, len(self._index) >> 2):
                 self.compact()
         return number
 
@@ -248,32 +266,60 @@ class _Texts:
         number = self._recent.get(text)
         if number is not None:
             return number
-        h, hashes, order = hash(text), self._sorted, self._order
-        i = bisect_left(hashes, h)
+        index = self._index
+        if not index:
+            return None
+        low = stable_hash(text.encode()) << _NUMBER_BITS
+        i = bisect_left(index, low)
         found = None
-        while i < len(hashes) and hashes[i] == h:
-            n = order[i]
-            if (found is None or n > found) and self.text(n) == text:
+        while i < len(index) and index[i] >> _NUMBER_BITS == low >> _NUMBER_BITS:
+            n = index[i] & _NUMBER_MASK  # numbers ascend within a hash: the last match wins
+            if self.text(n) == text:
                 found = n
             i += 1
         return found
 
     def compact(self) -> None:
-        """Move the recent texts into the sorted columns (a stable sort keeps older numbers
-        of one hash first)."""
+        """Move the recent texts into the sorted index (two sorted runs: one merge)."""
         self.bulk = False
         if not self._recent:
             return
-        hashes, numbers = self._sorted, self._order
-        hashes.extend(map(hash, self._recent))
-        values = list(self._recent.values())
-        if numbers.typecode == "I" and max(values) > 0xFFFFFFFF:
-            numbers = _widened(numbers)
-        numbers.extend(values)
-        by_hash = sorted(range(len(hashes)), key=hashes.__getitem__)
-        self._order = array(numbers.typecode, map(numbers.__getitem__, by_hash))
-        self._sorted = array("q", map(hashes.__getitem__, by_hash))
+        recent = sorted(stable_hash(t.encode()) << _NUMBER_BITS | n for t, n in self._recent.items())
+        self._index = array("Q", sorted(chain(self._index, recent)))
         self._recent = {}
+
+    # -- saved in pieces (recording.checkpoint) --------------------------------------
+
+    def piece(self, start: int, stop: int) -> tuple[bytes, array[int], array[int]]:
+        """Texts ``start`` to ``stop - 1``: their UTF-8 bytes, their ends (offsets in the
+        whole buffer) and the sorted index values of the nonempty ones (the empty text is
+        never asked for: every key and path is nonempty, and gaps are stored empty)."""
+        ends = self._ends[start:stop]
+        base = self._ends[start - 1] if start else 0
+        buf = bytes(self._buf[base : ends[-1] if ends else base])
+        # C-level iteration (map over builtins) only: a piece is thousands of texts
+        starts = list(chain((base,), ends[:-1]))
+        offsets = [map(operator.sub, starts, repeat(base)), map(operator.sub, ends, repeat(base))]
+        texts = map(buf.__getitem__, map(slice, *offsets))
+        hashes = map(operator.rshift, map(zlib.crc32, texts), repeat(8))
+        values = map(operator.or_, map(operator.lshift, hashes, repeat(_NUMBER_BITS)), range(start, stop))
+        return buf, ends, array("Q", sorted(compress(values, map(operator.lt, starts, ends))))
+
+    def load(self, pieces: Sequence[tuple[bytes, array[int], array[int]]], indexed: int) -> None:
+        """Become the texts saved by ``piece`` over consecutive ranges from 0 (an empty
+        ``_Texts`` only); ``indexed`` is the saved ``indexed`` count."""
+        ends: list[array[int]] = []
+        for buf, piece_ends, _ in pieces:
+            self._buf += buf
+            ends.append(piece_ends)
+        if any(e.typecode != "I" for e in ends):
+            self._ends = array("Q")
+        for e in ends:
+            self._ends.extend(e if e.typecode == self._ends.typecode else array(self._ends.typecode, e))
+        if len(self._ends) and self._ends[-1] != len(self._buf):
+            raise ValueError("text pieces do not join up")
+        self._index = array("Q", sorted(chain.from_iterable(index for _, _, index in pieces)))
+        self._indexed = indexed
 
 
 def _widened(column: array[int], *values: int) -> array[int]:
@@ -390,6 +436,13 @@ class RunState:
     artifacts: dict[str, str] = field(default_factory=dict)
     #: the digest of the run's manifest: one manifest.json per run, never overwritten
     manifest: str | None = None
+    #: run checkpoints (``recording.checkpoint``): the lowest path number whose per-path
+    #: columns may have changed since the checkpoint this state knows is stored, and what
+    #: that checkpoint holds (per row piece: entries through its end and its digest; per
+    #: path piece: its digest). A new or fully folded state knows of none.
+    _path_low: int = 0
+    _saved_rows: list[tuple[int, bytes]] = field(default_factory=list)
+    _saved_paths: list[bytes] = field(default_factory=list)
 
     # -- views for callers that ask by path or by entry ------------------------------------
 
@@ -506,6 +559,8 @@ class RunState:
             path = getattr(event, "path", None)
             if path is not None:
                 pid = self._path_id(path)
+                if pid < self._path_low:
+                    self._path_low = pid
             attempt = getattr(event, "attempt", None)
             if not self._gen or self._gen[-1] != generation:
                 self._gen_from.append(len(self._kind))
@@ -596,6 +651,8 @@ class RunState:
             pid = self._paths.find(facts.path)
             if pid is None:
                 pid = self._path_id(facts.path)
+            elif pid < self._path_low:
+                self._path_low = pid
             generation = row.generation
             self.seq, self.last_digest, self.entries = row.seq, row.digest, row.entry
             pending.append(row.key)
@@ -633,6 +690,7 @@ class RunState:
             self._superseded[n - 1] = 1
             if self._pid[n - 1] != _UNSET:
                 touched.add(self._pid[n - 1])
+        self._path_low = min(self._path_low, *touched) if touched else self._path_low
         for pid in touched:
             self._begun[pid] = _UNSET
             self._status[pid] = _NONE

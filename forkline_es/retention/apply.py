@@ -339,6 +339,8 @@ def evict_run(
                 ).fetchall()
             )
             events = len(cur.execute("DELETE FROM log WHERE run_id = ? RETURNING seq", (run_id,)).fetchall())
+            for table in ("run_checkpoint", "run_checkpoint_piece"):  # derived: they go with the run
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             for table in _projection_tables(store, cur):
                 cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
     finally:

@@ -21,6 +21,7 @@ from typing import Any
 from helpers import ARTIFACT, unfinished_entries  # this script's folder is on sys.path
 
 import forkline_es as fe
+from forkline_es.recording import checkpoint
 
 
 def ack(*parts: object) -> None:
@@ -28,6 +29,7 @@ def ack(*parts: object) -> None:
 
 
 def crash(db: str, run_id: str, durability: str = "normal") -> None:
+    checkpoint.EVERY = 16  # run checkpoints often, so that kills land while one is written
     store = fe.Store.open(db, durability=durability)  # type: ignore[arg-type]
     try:
         run = store.resume_run(run_id)

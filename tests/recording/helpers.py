@@ -11,6 +11,7 @@ import forkline_es as fe
 from forkline_es.log.events import decode_body
 from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import row_digest
+from forkline_es.recording.state import RunState
 
 ARTIFACT = "sha256:" + "ab" * 32
 
@@ -94,3 +95,43 @@ def unfinished_entries(store: fe.Store, run_id: str) -> list[int]:
         if path is not None and path not in ended and e["seq"] not in superseded:
             out.append(e["seq"])
     return out
+
+
+def full_fold(store: fe.Store, run_id: str) -> RunState:
+    """The state resume_run built before checkpoints: every row of the run folded."""
+    state = RunState(run_id=run_id)
+    with store.log.snapshot() as cur:
+        state.fold(store.log.read_run(run_id, cur))
+    return state
+
+
+def columns(state: RunState) -> dict[str, Any]:
+    """Every column and view of the state, as plain data."""
+    keys, paths = state._keys, state._paths
+    return {
+        "scalars": (
+            state.run_id,
+            state.workflow,
+            state.dry_run,
+            state.seq,
+            state.entries,
+            state.generation,
+            state.status,
+            state.last_digest,
+            state.concluded,
+            state.manifest,
+        ),
+        "sets": (sorted(state.open_invokes), sorted(state.children), state.artifacts),
+        "keys": ([keys.text(n) for n in range(len(keys))], keys.indexed),
+        "rows": (bytes(state._digests), bytes(state._is_entry)),
+        "entries": (bytes(state._kind), list(state._pid), list(state._attempt), bytes(state._superseded)),
+        "generations": [state._generation_of(i) for i in range(len(state._kind))],
+        "paths": [paths.text(n) for n in range(len(paths))],
+        "per_path": (bytes(state._status), list(state._begun), list(state._max_attempt)),
+        "facts": list(state.facts),
+        "views": (dict(state.path_status), dict(state.begun_in), dict(state.max_attempt)),
+        "path_entries": dict(state.path_entries),
+        "in_flight": state.in_flight(),
+        "seen": [state.seen(keys.text(n)) for n in range(len(keys)) if keys.text(n)],
+        "found": [paths.find(paths.text(n)) for n in range(len(paths))],
+    }

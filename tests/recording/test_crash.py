@@ -14,8 +14,10 @@ import apsw
 import pytest
 
 import forkline_es as fe
+from forkline_es.recording import checkpoint
+from forkline_es.recording.state import RunState
 
-from .helpers import ARTIFACT, check_integrity, snapshot, unfinished_entries
+from .helpers import ARTIFACT, check_integrity, columns, full_fold, snapshot, unfinished_entries
 from .worker_paths import WORKER
 
 ITERATIONS = 24
@@ -69,6 +71,16 @@ def _has_schema(db: Path) -> bool:
         conn.close()
 
 
+def _resumes_from_its_checkpoint(db: Path, seq: int, where: str) -> None:
+    """The worker writes a run checkpoint every 16 rows: whatever instant the kill hit, the
+    one stored stands for the log, and the handle resumed from it is a full fold's."""
+    with fe.Store.open(db) as store:
+        if seq > 16:
+            with store.log.snapshot() as cur:
+                assert checkpoint.load(cur, "run", RunState(run_id="run")), where
+        assert columns(store.resume_run("run")._state) == columns(full_fold(store, "run")), where
+
+
 @pytest.mark.parametrize(("durability", "iterations"), [("normal", ITERATIONS), ("full", ITERATIONS // 3)])
 def test_sigkill_at_random_instants_loses_nothing_acknowledged(
     db_path: Path, durability: str, iterations: int
@@ -95,6 +107,8 @@ def test_sigkill_at_random_instants_loses_nothing_acknowledged(
                 assert n in generations, f"seed {seed} iteration {iteration}: generation {n} lost"
             else:
                 assert by_entry[n][5] == KIND[kind], f"seed {seed} iteration {iteration}: {kind} {n}"
+        if rows:
+            _resumes_from_its_checkpoint(db_path, len(rows), f"seed {seed} iteration {iteration}")
     assert acknowledged_total >= late_kills  # each late kill came after an acknowledgement
 
     # resume_run + recover continue the run from whatever the last kill left

@@ -59,7 +59,17 @@ RUN_LOCKS: Final = APPLICATION_ID
 #: The table that holds this layout's version (one row); its absence means a new database.
 VERSION_TABLE: Final = "forkline_es_schema"
 #: The tables the migrations make, which a database of another application must not hold.
-TABLES: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", VERSION_TABLE)
+TABLES: Final = (
+    "log",
+    "payload",
+    "eviction",
+    "log_end",
+    "consumer",
+    "projector",
+    "run_checkpoint",
+    "run_checkpoint_piece",
+    VERSION_TABLE,
+)
 
 #: The end of the log, as ``forkline_es.log.schema.END_OF_LOG``: the largest of the retained
 #: rows', the evictions' and ``log_end``'s positions.
@@ -290,9 +300,27 @@ CREATE TRIGGER eviction_is_never_truncated BEFORE TRUNCATE ON eviction
 FOR EACH STATEMENT EXECUTE FUNCTION never_truncated();
 """
 
+# Version 2: run checkpoints (SQLite's version 6, ``forkline_es.log.schema``): derived data
+# that a resume checks against the log, with no rule of their own; eviction deletes them.
+_V2: Final = """
+CREATE TABLE run_checkpoint (
+    run_id text    COLLATE "C" PRIMARY KEY,
+    seq    bigint  NOT NULL,                         -- the run's row the state is after
+    digest text    COLLATE "C" NOT NULL,             -- that row's digest in the log
+    format integer NOT NULL,                         -- recording.checkpoint.FORMAT
+    head   bytea   NOT NULL                          -- msgpack: scalars and the pieces' digests
+);
+CREATE TABLE run_checkpoint_piece (
+    run_id text    COLLATE "C" NOT NULL,
+    piece  bigint  NOT NULL,                         -- i >= 0: rows; -1 - j: paths
+    data   bytea   NOT NULL,
+    PRIMARY KEY (run_id, piece)
+);
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from version n to n + 1 in one transaction; ``{s}``
 #: stands for the quoted schema (``migration``).
-MIGRATIONS: Final[tuple[str, ...]] = (_V1,)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
