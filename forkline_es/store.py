@@ -363,7 +363,7 @@ class Store:
         run checkpoint ``save`` that the row is due to carry, ``recording.checkpoint``)."""
         if self.projections.folds(event):
             return self._commit_many([(row, event)], save)[0]
-        then = None if save is None else lambda cur, _: save.write(cur)
+        then = None if save is None else save.write
         positions, _ = self.log.append((row,), then)  # e.g. a Forkline event: nothing to fold
         self.projections.passed(row.run_id, row.seq)
         return positions[0]
@@ -371,9 +371,9 @@ class Store:
     def _commit_many(self, pending: list[tuple[NewRow, EventBody]], save: Saving | None = None) -> list[int]:
         """Append rows (all or none) and fold each into every projection, in one transaction."""
 
-        def project(cur: Cursor, positions: list[int]) -> None:
-            for position, (row, event) in zip(positions, pending, strict=True):
-                self.projections.apply(cur, row.stored(position), event)
+        def project(cur: Cursor) -> None:  # no positions needed: PostgreSQL sends it all at once
+            for row, event in pending:
+                self.projections.apply(cur, row, event)
             if save is not None:
                 save.write(cur)
 

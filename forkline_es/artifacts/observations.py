@@ -25,7 +25,7 @@ from typing import Final
 
 from forkline_es.errors import InvalidValue
 from forkline_es.log.events import Observed
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 
 __all__ = ["MetricSummary", "ObservationRow", "aggregate", "check_metric", "fold_observation", "nearest_rank"]
 
@@ -54,7 +54,6 @@ class ObservationRow:
     """One stored observation, as the projection keeps it."""
 
     run_id: str
-    position: int
     seq: int
     name: str
     value: Number
@@ -62,9 +61,9 @@ class ObservationRow:
     step: str | None
 
 
-def fold_observation(row: LogRow, event: Observed) -> ObservationRow:
+def fold_observation(row: RowHeader, event: Observed) -> ObservationRow:
     """The projection row of one ``observed`` event."""
-    return ObservationRow(row.run_id, row.position, row.seq, event.name, event.value, event.unit, event.step)
+    return ObservationRow(row.run_id, row.seq, event.name, event.value, event.unit, event.step)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from forkline_es.artifacts import sql
 from forkline_es.artifacts.observations import fold_observation
 from forkline_es.log.backend import Cursor
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, Observed
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 
 __all__ = ["ArtifactProjector", "ManifestProjector", "ObservationProjector", "projectors"]
 
@@ -25,7 +25,7 @@ class ArtifactProjector:
     ddl: str = sql.ARTIFACT_DDL
     tables: tuple[str, ...] = ("artifact",)
 
-    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
+    def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         if isinstance(event, ArtifactAdded):
             sql.insert_artifact(cur, row, event)
 
@@ -39,7 +39,7 @@ class ManifestProjector:
     ddl: str = sql.MANIFEST_DDL
     tables: tuple[str, ...] = ("manifest",)
 
-    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
+    def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         if isinstance(event, ManifestRecorded):
             sql.save_manifest(cur, row, event)
 
@@ -48,12 +48,12 @@ class ObservationProjector:
     """Every observation; per-workflow aggregates are computed from these rows at read."""
 
     name: str = "observations"
-    version: int = 1
+    version: int = 2  # 2: keyed by (run_id, seq), no log position
     events: tuple[type[EventBody], ...] = (Observed,)
     ddl: str = sql.OBSERVATION_DDL
     tables: tuple[str, ...] = ("observation",)
 
-    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
+    def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         if isinstance(event, Observed):
             sql.insert_observation(cur, fold_observation(row, event))
 

@@ -13,7 +13,7 @@ import msgspec
 from forkline_es.artifacts.observations import MetricSummary, ObservationRow, aggregate
 from forkline_es.log.backend import Cursor
 from forkline_es.log.events import ArtifactAdded, ManifestRecorded
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 
 __all__ = [
     "ARTIFACT_DDL",
@@ -57,22 +57,21 @@ CREATE TABLE IF NOT EXISTS manifest (
 
 OBSERVATION_DDL: Final = """
 CREATE TABLE IF NOT EXISTS observation (
-    position INTEGER PRIMARY KEY,         -- the observed event
     run_id   TEXT NOT NULL,
-    seq      INTEGER NOT NULL,
+    seq      INTEGER NOT NULL,            -- the observed event (no log position: folds run before it has one)
     name     TEXT NOT NULL,
     value    NOT NULL,                    -- no declared type: 3.0 stays REAL, 3 stays INTEGER
     unit     TEXT,
-    step     TEXT
-);
+    step     TEXT,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS observation_by_name ON observation (name, run_id);
-CREATE INDEX IF NOT EXISTS observation_by_run ON observation (run_id);
 """
 
 _list: Final = msgspec.json.Decoder(list[str])
 
 
-def insert_artifact(cur: Cursor, row: LogRow, e: ArtifactAdded) -> None:
+def insert_artifact(cur: Cursor, row: RowHeader, e: ArtifactAdded) -> None:
     cur.execute(
         "INSERT INTO artifact (run_id, name, seq, path, sha256, size_bytes, kind, content_type, step) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET "
@@ -83,7 +82,7 @@ def insert_artifact(cur: Cursor, row: LogRow, e: ArtifactAdded) -> None:
     )
 
 
-def save_manifest(cur: Cursor, row: LogRow, e: ManifestRecorded) -> None:
+def save_manifest(cur: Cursor, row: RowHeader, e: ManifestRecorded) -> None:
     cur.execute(
         "INSERT INTO manifest (run_id, seq, digest, complete, unknown_fields, path) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, "
@@ -102,11 +101,10 @@ def save_manifest(cur: Cursor, row: LogRow, e: ManifestRecorded) -> None:
 
 def insert_observation(cur: Cursor, o: ObservationRow) -> None:
     cur.execute(
-        "INSERT INTO observation (position, run_id, seq, name, value, unit, step) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (position) DO UPDATE SET run_id = excluded.run_id, "
-        "seq = excluded.seq, name = excluded.name, value = excluded.value, unit = excluded.unit, "
-        "step = excluded.step",
-        (o.position, o.run_id, o.seq, o.name, o.value, o.unit, o.step),
+        "INSERT INTO observation (run_id, seq, name, value, unit, step) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO UPDATE SET "
+        "name = excluded.name, value = excluded.value, unit = excluded.unit, step = excluded.step",
+        (o.run_id, o.seq, o.name, o.value, o.unit, o.step),
     )
 
 

@@ -28,7 +28,7 @@ from forkline_es.log.backend import Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody
 from forkline_es.log.foreign import ForeignFile, ForeignFileError, open_foreign
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 from forkline_es.log.schema import payload_ids
 
 __all__ = [
@@ -169,5 +169,5 @@ class ForklineViews:
     tables: tuple[str, ...] = ()
     events: tuple[type[EventBody], ...] = ()
 
-    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
+    def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         """Nothing to fold: the views read the log and ``run_summary`` directly."""

@@ -192,11 +192,16 @@ class Backend(Protocol):
         ...
 
     def append(
-        self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
+        self, rows: Sequence[NewRow], then: Callable[[Cursor], T] | None = None
     ) -> tuple[list[int], T | None]:
-        """Insert ``rows`` (all or none) and return their positions; ``then(cursor,
-        positions)`` runs on the same cursor before the commit, and if it raises nothing of
-        the batch is kept. A taken ``(run_id, seq)`` is ``fe.Conflict``."""
+        """Insert ``rows`` (all or none) and return their positions; ``then(cursor)`` (the
+        fold) runs on the same cursor in the same transaction, and if it raises nothing of
+        the batch is kept. A taken ``(run_id, seq)`` is ``fe.Conflict``.
+
+        ``then`` gets no positions: a backend may run it before the rows are inserted, or
+        before the database has answered (PostgreSQL sends the rows, the fold's writes and
+        the COMMIT in one round trip), so the fold may have run for a batch that is then
+        refused; nothing of it is kept then, and its caller drops what it cached."""
         ...
 
     def transaction(self, what: str, *, maintenance: bool = False) -> AbstractContextManager[Cursor]:

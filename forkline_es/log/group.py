@@ -31,7 +31,7 @@ __all__ = ["Batch", "GroupCommit", "Outcome", "append_each"]
 T = TypeVar("T")
 
 #: One caller's append: its rows and the fold that runs on the same cursor before COMMIT.
-Batch = tuple[Sequence[NewRow], Callable[[Cursor, list[int]], Any] | None]
+Batch = tuple[Sequence[NewRow], Callable[[Cursor], Any] | None]
 #: One caller's outcome: (positions, what the fold returned), or the exception to raise.
 Outcome = tuple[list[int], Any] | BaseException
 
@@ -77,7 +77,7 @@ class GroupCommit:
         self.batches = 0
 
     def append(
-        self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
+        self, rows: Sequence[NewRow], then: Callable[[Cursor], T] | None = None
     ) -> tuple[list[int], T | None]:
         """``Backend.append``'s contract, committed with whatever other threads append now."""
         cond = self._cond

@@ -8,15 +8,41 @@ the middle therefore breaks the chain at a precise seq (``store.verify_run``).
 from __future__ import annotations
 
 import hashlib
-from typing import Final
+from typing import Final, Protocol
 
 import msgspec
 
 from forkline_es.log.events import EventBody, decode_body
 
-__all__ = ["LOG_COLUMNS", "LogRow", "NewRow", "row_digest"]
+__all__ = ["LOG_COLUMNS", "LogRow", "NewRow", "RowHeader", "row_digest"]
 
 _header: Final = msgspec.json.Encoder()
+
+
+class RowHeader(Protocol):
+    """What a projection folds of a row: its header, never its log position.
+
+    A ``NewRow`` before it is sent (so that an append can fold before the database gives
+    the row its position) and a ``LogRow`` read back (a rebuild) both are one.
+    """
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def entry(self) -> int | None: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def at(self) -> str: ...
 
 
 class NewRow(msgspec.Struct, frozen=True):
@@ -33,22 +59,6 @@ class NewRow(msgspec.Struct, frozen=True):
     digest: str
     prev: str | None
     payloads: tuple[tuple[str, bytes], ...] = ()
-
-    def stored(self, position: int) -> LogRow:
-        """The row as the log holds it once appended at ``position`` (what projections fold)."""
-        return LogRow(
-            position,
-            self.run_id,
-            self.seq,
-            self.entry,
-            self.generation,
-            self.kind,
-            self.at,
-            self.key,
-            self.body.decode(),
-            self.digest,
-            self.prev,
-        )
 
 
 #: The ``log`` columns in ``LogRow``'s field order: ``LogRow(*row)`` of a ``SELECT`` of these.

@@ -211,11 +211,11 @@ class SqliteBackend:
     def append(
         self,
         rows: Sequence[NewRow],
-        then: Callable[[Cursor, list[int]], T] | None = None,
+        then: Callable[[Cursor], T] | None = None,
     ) -> tuple[list[int], T | None]:
         """Append ``rows`` atomically (all or none); return their positions.
 
-        ``then(cursor, positions)`` runs inside the same transaction; if it raises,
+        ``then(cursor)`` runs inside the same transaction, after the inserts; if it raises,
         nothing of the batch is kept.
         """
         if self.read_only:
@@ -224,7 +224,7 @@ class SqliteBackend:
             cur = self._begin_immediate("append")
             try:
                 positions = self._insert(cur, rows)
-                result = then(cur, positions) if then is not None else None
+                result = then(cur) if then is not None else None
                 cur.execute("COMMIT")
             except BaseException as e:
                 self._rollback(cur)
@@ -259,7 +259,7 @@ class SqliteBackend:
                     cur.execute("SAVEPOINT caller")
                     try:
                         positions = self._insert(cur, rows)
-                        result = then(cur, positions) if then is not None else None
+                        result = then(cur) if then is not None else None
                         cur.execute("RELEASE caller")
                     except Exception as e:
                         cur.execute("ROLLBACK TO caller")

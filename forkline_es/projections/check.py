@@ -137,8 +137,8 @@ _LOG_PARAMS: Final = ", ".join("?" for _ in LOG_COLUMNS.split(", "))
 
 @dataclass(frozen=True, slots=True)
 class _RunTable:
-    """How to read one run's rows of a projection table: by its ``run_id`` column, or, for a
-    table keyed by log position alone (``entry``), through the log; keyed by primary key."""
+    """How to read one run's rows of a projection table, by its ``run_id`` column (every
+    per-run table has one: no fold knows a log position); keyed by primary key."""
 
     name: str
     columns: tuple[str, ...]
@@ -148,13 +148,9 @@ class _RunTable:
     @classmethod
     def of(cls, backend: Backend, cur: Cursor, name: str) -> _RunTable | None:
         columns, key = _layout(backend, cur, name)
-        if "run_id" in columns:
-            sql = f"SELECT * FROM {name} WHERE run_id = ?"
-        elif "position" in columns:
-            sql = f"SELECT t.* FROM log AS l JOIN {name} AS t ON t.position = l.position WHERE l.run_id = ?"
-        else:
+        if "run_id" not in columns:
             return None  # not a per-run table: nothing to compare run by run
-        return cls(name, columns, sql, key)
+        return cls(name, columns, f"SELECT * FROM {name} WHERE run_id = ?", key)
 
     def rows(self, cur: Cursor, run_id: str) -> Rows:
         return {tuple(row[i] for i in self.key): tuple(row) for row in cur.execute(self.sql, (run_id,))}

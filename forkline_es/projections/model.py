@@ -12,9 +12,11 @@ __all__ = ["RunSummary", "SlotRef", "StepView"]
 
 
 class SlotRef(msgspec.Struct, frozen=True, array_like=True):
-    """A payload slot as seen by a projection: the event holding its value, and its record."""
+    """A payload slot as seen by a projection: the event holding its value (its seq in the
+    run: a fold never needs the log position, which the database gives at commit), and its
+    record."""
 
-    position: int
+    seq: int
     slot: str
     recorded: Slot
 

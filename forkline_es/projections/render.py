@@ -1,10 +1,12 @@
 """Document shapes (002, Run Record Document) rendered from projection state, values aside.
 
-A present slot is rendered with a private ``"~": [position, slot]`` reference instead of
-its value (``~`` sorts after every member name, so the reference is the last member of
-the slot's canonical JSON and a value can take its place textually);
-``records.documents`` resolves the reference against the payload table at read time
-(``value`` when the row is there, state ``removed`` when retention took it).
+A present slot is rendered with a private ``"~": [seq, slot]`` reference instead of its
+value: ``seq`` is the run's event holding it, never the log position, so that a fold can
+render before the database has given its row one. ``~`` sorts after every member name, so
+the reference is the last member of the slot's canonical JSON and a value can take its
+place textually; ``records.documents`` resolves the reference through the log and the
+payload table at read time (``value`` when the row is there, state ``removed`` when
+retention took it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from forkline_es.log.events import (
     StepBegun,
     StepEnded,
 )
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 from forkline_es.projections.model import RunSummary, SlotRef, StepView
 from forkline_es.vocabulary import SLOT_CLASS
 
@@ -53,7 +55,7 @@ def fragment(obj: Any) -> str:
     return _fragment.encode(obj).decode()
 
 
-#: The private member carrying a present slot's (position, slot) until it is resolved.
+#: The private member carrying a present slot's (seq, slot) until it is resolved.
 REF: Final = "~"
 
 
@@ -65,13 +67,13 @@ def render_slots(refs: dict[str, SlotRef]) -> dict[str, Any]:
         if rec.suppressed is not None:
             slot["suppressed"] = rec.suppressed
         if rec.state == "present":
-            slot[REF] = [ref.position, ref.slot]
+            slot[REF] = [ref.seq, ref.slot]
         out[name] = slot
     return out
 
 
-def _own_slots(row: LogRow, slots: dict[str, Any]) -> dict[str, Any]:
-    return render_slots({k: SlotRef(row.position, k, s) for k, s in slots.items()})
+def _own_slots(row: RowHeader, slots: dict[str, Any]) -> dict[str, Any]:
+    return render_slots({k: SlotRef(row.seq, k, s) for k, s in slots.items()})
 
 
 def render_step(view: StepView) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def render_summary(summary: RunSummary, updated_at: str | None = None) -> dict[s
     return run
 
 
-def entry_fragment(row: LogRow, event: EventBody, step: str | None) -> str:
+def entry_fragment(row: RowHeader, event: EventBody, step: str | None) -> str:
     """Canonical JSON of one entry; ``step`` is the step fragment of the view just after a
     step event (the step record then), which the runner has already rendered for the view.
 
@@ -151,7 +153,7 @@ def entry_fragment(row: LogRow, event: EventBody, step: str | None) -> str:
     return fragment(render_entry(row, event))
 
 
-def render_entry(row: LogRow, event: EventBody) -> dict[str, Any]:
+def render_entry(row: RowHeader, event: EventBody) -> dict[str, Any]:
     """One entry of the ordered projection, other than a step entry (``entry_fragment``)."""
     entry: dict[str, Any] = {"seq": row.entry, "generation": row.generation, "x-at": row.at}
     match event:

@@ -35,7 +35,7 @@ from forkline_es.log.events import (
     RunConcluded,
     decode_body,
 )
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import LogRow, RowHeader
 from forkline_es.projections import versions
 from forkline_es.projections.model import RunSummary, StepView
 from forkline_es.projections.render import entry_fragment, step_fragment
@@ -48,7 +48,8 @@ __all__ = ["CORE_VERSION", "Projections", "Projector"]
 _log = get_logger("forkline_es.projections")
 
 #: Bump when the core read models (summaries, step views, entries, removals) change shape.
-CORE_VERSION: Final = 7  # 6: StepView.end_code; 7: run labels, started_key and the listing indexes
+CORE_VERSION: Final = 8  # 6: StepView.end_code; 7: run labels, started_key and the listing indexes;
+# 8: no log position in any row (references by seq, entries keyed by run and entry seq)
 
 Progress = Callable[[int, int], None]
 
@@ -63,7 +64,9 @@ class Projector(Protocol):
     #: The event types ``apply`` folds; the runner calls it for no other.
     events: tuple[type[EventBody], ...]
 
-    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None: ...
+    def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
+        """Fold ``event``; ``row`` has no log position (the fold may run before it has one)."""
+        ...
 
 
 #: The event types ``Projections.apply`` does more for than note the run's seq.
@@ -213,8 +216,11 @@ class Projections:
         if cache is not None and cache.seq == seq - 1:
             cache.seq = seq
 
-    def apply(self, cur: Cursor, row: LogRow, event: EventBody) -> None:
-        """Fold one appended event into every projection, on the append's cursor."""
+    def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
+        """Fold one appended event into every projection, on the append's cursor.
+
+        Nothing here needs the row's log position: an append folds before the database
+        gives it one (``Backend.append``)."""
         behind = self._pending
         if behind is None and self.log.backend.projectors.changed(cur):
             self._verify(cur)  # another process may have refolded with other versions
@@ -248,7 +254,7 @@ class Projections:
                     behind.steps.setdefault(row.run_id, {})[path] = (view, step)
 
         if row.entry is not None:
-            entry = (row.position, entry_fragment(row, event, step))
+            entry = (row.run_id, row.entry, entry_fragment(row, event, step))
             if behind is None:
                 self.persist.insert_entry(cur, entry)
             else:
@@ -261,7 +267,7 @@ class Projections:
                 behind.flush_entries(cur, self.persist)  # the supersession reads and updates them
             self._supersede(cur, row, event, cache)
         elif isinstance(event, PayloadsRemoved):
-            self.persist.record_removals(cur, row.run_id, [(p, s) for p, s in event.removed], row.position)
+            self.persist.record_removals(cur, row.run_id, [(p, s) for p, s in event.removed], row.seq)
 
         for projector in self._folders.get(type(event), ()):
             projector.apply(cur, row, event)
@@ -278,7 +284,7 @@ class Projections:
             versions.refuse_changed(stored, self.versions)
         self.log.backend.projectors.hold(cur, versions.key_of(stored))
 
-    def _reload(self, cur: Cursor, row: LogRow) -> _RunCache:
+    def _reload(self, cur: Cursor, row: RowHeader) -> _RunCache:
         """A fresh cache for ``row``'s run: empty at its first event, else read from the tables."""
         if self._pending is not None:
             self._pending.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
@@ -287,7 +293,7 @@ class Projections:
         cache = self._cache[row.run_id] = _RunCache(row.seq - 1, summary, fresh)
         return cache
 
-    def _supersede(self, cur: Cursor, row: LogRow, event: Recovered, cache: _RunCache) -> None:
+    def _supersede(self, cur: Cursor, row: RowHeader, event: Recovered, cache: _RunCache) -> None:
         assert row.entry is not None
         touched = self.persist.entry_paths(cur, row.run_id, event.supersedes)
         self.persist.supersede(cur, row.run_id, event.supersedes, row.entry)
@@ -390,7 +396,7 @@ class Projections:
                         run_views = pending[row.run_id] = {}
                     run_views[path] = (view, step)
                 if row.entry is not None:
-                    entries.append((row.position, entry_fragment(row, event, step)))
+                    entries.append((row.run_id, row.entry, entry_fragment(row, event, step)))
                     if len(entries) >= _ENTRY_BATCH:
                         behind.flush_entries(cur, self.persist)
             behind.flush(cur, self.persist)

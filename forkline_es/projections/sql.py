@@ -19,10 +19,10 @@ from forkline_es.values import time_key
 
 __all__ = ["DDL", "TABLES", "EntryRow", "Persister", "RunQuery"]
 
-#: (position, doc fragment) of one ``entry`` row.
-EntryRow = tuple[int, str]
+#: (run_id, entry seq, doc fragment) of one ``entry`` row.
+EntryRow = tuple[str, int, str]
 
-_INSERT_ENTRY: Final = "INSERT INTO entry (position, doc) VALUES (?, ?)"
+_INSERT_ENTRY: Final = "INSERT INTO entry (run_id, entry, doc) VALUES (?, ?, ?)"
 _SAVE_STEP: Final = (
     "INSERT INTO step_view (run_id, path, generation, status, outcome, state, doc) "
     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
@@ -99,19 +99,22 @@ CREATE TABLE IF NOT EXISTS step_view (
     PRIMARY KEY (run_id, path)
 ) WITHOUT ROWID;
 
--- Keyed by the entry's log position: run, seq, generation and kind are the log row's own,
--- and entries are appended in position order (a rowid table grows at its end).
+-- Keyed by run and entry seq, never by log position: a fold writes it before the database
+-- gives the row its position (one round trip on PostgreSQL, the fold before the write lock
+-- on SQLite). A run's entries are one range of the key, read in entry order without the log.
 CREATE TABLE IF NOT EXISTS entry (
-    position      INTEGER PRIMARY KEY,   -- the log row this entry renders
+    run_id        TEXT NOT NULL,
+    entry         INTEGER NOT NULL,      -- the entry seq (the log row's ``entry``)
     superseded_by INTEGER,               -- entry seq of the recovery that superseded it
-    doc           TEXT NOT NULL          -- canonical JSON of the entry, slot values by reference
-);
+    doc           TEXT NOT NULL,         -- canonical JSON of the entry, slot values by reference
+    PRIMARY KEY (run_id, entry)
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS payload_removal (
-    position    INTEGER NOT NULL,        -- the event whose slot value was removed
+    position    INTEGER NOT NULL,        -- the event whose slot value was removed (the event's own word)
     slot        TEXT NOT NULL,
     run_id      TEXT NOT NULL,
-    removed_by  INTEGER NOT NULL,        -- position of the payloads-removed event
+    removed_by  INTEGER NOT NULL,        -- seq of the payloads-removed event in the run
     PRIMARY KEY (position, slot)
 ) WITHOUT ROWID;
 """
@@ -169,14 +172,14 @@ class Persister:
         )
         self._active_rows = (
             f"SELECT {dialect.json_text('l.body', 'path')}, {_ENTRY_LOG_COLUMNS} "
-            "FROM log AS l JOIN entry AS e ON e.position = l.position "
+            "FROM log AS l JOIN entry AS e ON e.run_id = l.run_id AND e.entry = l.entry "
             "WHERE l.run_id = ? AND e.superseded_by IS NULL "
             f"AND {dialect.json_text('l.body', 'path')} IN (SELECT j.value FROM {dialect.each('j', 'text')}) "
             "ORDER BY l.seq"
         )
         self._supersede = (
-            "UPDATE entry SET superseded_by = ? WHERE position IN (SELECT position FROM log "
-            f"WHERE run_id = ? AND entry IN (SELECT j.value FROM {dialect.each('j')}))"
+            "UPDATE entry SET superseded_by = ? WHERE run_id = ? "
+            f"AND entry IN (SELECT j.value FROM {dialect.each('j')})"
         )
 
     def load_summary(self, cur: Cursor, run_id: str) -> RunSummary | None:
@@ -322,12 +325,8 @@ class Persister:
         return rows[0][0] if rows else None
 
     def entry_docs(self, cur: Cursor, run_id: str) -> list[str]:
-        """The run's entry fragments in seq order (the log's (run_id, seq) index, then by position)."""
-        rows = cur.execute(
-            "SELECT e.doc FROM log AS l JOIN entry AS e ON e.position = l.position "
-            "WHERE l.run_id = ? ORDER BY l.seq",
-            (run_id,),
-        )
+        """The run's entry fragments in seq order (one range of ``entry``'s key)."""
+        rows = cur.execute("SELECT doc FROM entry WHERE run_id = ? ORDER BY entry", (run_id,))
         return [d for (d,) in rows]
 
     def entry_paths(self, cur: Cursor, run_id: str, seqs: list[int]) -> list[str]:
@@ -357,6 +356,7 @@ class Persister:
         cur.execute(self._supersede, (by, run_id, self.dialect.array(seqs)))
 
     def record_removals(self, cur: Cursor, run_id: str, removed: list[tuple[int, str]], by: int) -> None:
+        """``removed``: the event's own (position, slot) pairs; ``by``: its seq in the run."""
         cur.executemany(
             _RECORD_REMOVAL,
             [(position, slot, run_id, by) for position, slot in removed],

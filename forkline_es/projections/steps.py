@@ -23,7 +23,7 @@ from forkline_es.log.events import (
     StepBegun,
     StepEnded,
 )
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 from forkline_es.projections.model import SlotRef, StepView
 
 __all__ = ["ENTRY_STEP_EVENTS", "STEP_EVENTS", "fold_step", "refold"]
@@ -35,8 +35,8 @@ ENTRY_STEP_EVENTS = (StepBegun, StepEnded)
 _ATTEMPT_SLOTS = ("arguments", "result", "details")
 
 
-def _refs(row: LogRow, slots: dict[str, Slot]) -> dict[str, SlotRef]:
-    return {k: SlotRef(row.position, k, s) for k, s in slots.items()}
+def _refs(row: RowHeader, slots: dict[str, Slot]) -> dict[str, SlotRef]:
+    return {k: SlotRef(row.seq, k, s) for k, s in slots.items()}
 
 
 def _ended_code(outcome: str | None, own: str | None, latest: str | None) -> str | None:
@@ -50,7 +50,7 @@ def _ended_code(outcome: str | None, own: str | None, latest: str | None) -> str
     return latest if outcome == "failed" else None
 
 
-def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView | None:
+def fold_step(view: StepView | None, row: RowHeader, event: EventBody) -> StepView | None:
     """The step view of ``event``'s path after it; None only if there never was one."""
     gen = row.generation
     match event:
@@ -108,7 +108,7 @@ def fold_step(view: StepView | None, row: LogRow, event: EventBody) -> StepView 
             return view
 
 
-def refold(path_events: Iterable[tuple[LogRow, EventBody]]) -> StepView | None:
+def refold(path_events: Iterable[tuple[RowHeader, EventBody]]) -> StepView | None:
     """A path's view from scratch, over its active events in seq order."""
     view: StepView | None = None
     for row, event in path_events:

@@ -13,7 +13,7 @@ from forkline_es.log.events import (
     RunStarted,
     RunSuspended,
 )
-from forkline_es.log.rows import LogRow
+from forkline_es.log.rows import RowHeader
 from forkline_es.projections.model import RunSummary, SlotRef
 
 __all__ = ["SUMMARY_EVENTS", "fold_summary"]
@@ -22,7 +22,7 @@ __all__ = ["SUMMARY_EVENTS", "fold_summary"]
 SUMMARY_EVENTS = (RunStarted, RunSuspended, RunHeld, RunResumed, Recovered, RunConcluded)
 
 
-def fold_summary(summary: RunSummary | None, row: LogRow, event: EventBody) -> RunSummary | None:
+def fold_summary(summary: RunSummary | None, row: RowHeader, event: EventBody) -> RunSummary | None:
     """The run's summary after ``event``; the same object when the event changes nothing."""
     if isinstance(event, RunStarted):
         return RunSummary(
@@ -37,7 +37,7 @@ def fold_summary(summary: RunSummary | None, row: LogRow, event: EventBody) -> R
             pins=event.pins,
             env=event.env,
             labels=event.labels,
-            slots={k: SlotRef(row.position, k, s) for k, s in event.slots.items()},
+            slots={k: SlotRef(row.seq, k, s) for k, s in event.slots.items()},
         )
     if summary is None:
         return None
@@ -52,7 +52,7 @@ def fold_summary(summary: RunSummary | None, row: LogRow, event: EventBody) -> R
             return replace(summary, generation=row.generation)
         case RunConcluded():
             slots = dict(summary.slots)
-            slots.update({k: SlotRef(row.position, k, s) for k, s in event.slots.items()})
+            slots.update({k: SlotRef(row.seq, k, s) for k, s in event.slots.items()})
             return replace(
                 summary,
                 status=event.status,

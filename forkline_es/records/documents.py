@@ -30,7 +30,7 @@ __all__ = [
 
 _decode: Final = decode_json  # payload values may hold integers of any size
 
-#: ``<position>,"<slot>"`` (a reference's text) -> ``,"value":<stored canonical typed value>}``
+#: ``<seq>,"<slot>"`` (a reference's text) -> ``,"value":<stored canonical typed value>}``
 Values = dict[str, str]
 
 #: ``x-`` extensions of the document: name -> reader(cursor, run_id) -> value or None.
@@ -42,7 +42,7 @@ EXTENSIONS: dict[str, Callable[[Cursor, str], Any]] = {
 
 
 #: A present slot's reference, always the slot's last member (``REF`` sorts after every
-#: name): ``,"~":[<position>,"<slot>"]}``; the group is the reference's own text.
+#: name): ``,"~":[<seq>,"<slot>"]}``; the group is the reference's own text.
 _REFERENCE: Final = re.compile(r',"' + re.escape(REF) + r'":\[(\d+,"[^"]+")\]\}')
 _MARKER: Final = "~removed"
 _REMOVED: Final = f',"{_MARKER}":true}}'
@@ -116,12 +116,14 @@ def decode_document(text: str) -> dict[str, Any]:
     return document
 
 
-#: A ``payload AS p`` row as a ``Values`` item: its reference's text, its resolved text.
-_VALUE_ITEM: Final = "p.position || ',\"' || p.slot || '\"', ',\"value\":' || p.value || '}'"
+#: A ``payload AS p`` row of the event ``log AS l`` as a ``Values`` item: its reference's
+#: text (the event's seq in its run, then the slot), its resolved text.
+_VALUE_ITEM: Final = "l.seq || ',\"' || p.slot || '\"', ',\"value\":' || p.value || '}'"
 
 
 def run_values(cur: Cursor, run_id: str) -> Values:
-    """Every payload value still stored for the run's events."""
+    """Every payload value still stored for the run's events (the log turns each event's seq,
+    which the references name, into the payload table's key range)."""
     rows = cur.execute(
         f"SELECT {_VALUE_ITEM} FROM log AS l JOIN payload AS p ON p.id {payload_ids('l.position')} "
         "WHERE l.run_id = ?",
@@ -130,14 +132,16 @@ def run_values(cur: Cursor, run_id: str) -> Values:
     return dict(rows)
 
 
-def referenced_values(cur: Cursor, text: str, dialect: Dialect) -> Values:
-    """The stored values of the references in ``text`` only (a step record's few, not its run's)."""
-    positions = sorted({int(ref.split(",", 1)[0]) for ref in _REFERENCE.findall(text)})
-    if not positions:
+def referenced_values(cur: Cursor, run_id: str, text: str, dialect: Dialect) -> Values:
+    """The stored values of the references in ``text`` only (a step record's few, not its
+    run's): each referenced seq of ``run_id`` found through the log's (run_id, seq) key."""
+    seqs = sorted({int(ref.split(",", 1)[0]) for ref in _REFERENCE.findall(text)})
+    if not seqs:
         return {}
     rows = cur.execute(
-        f"SELECT {_VALUE_ITEM} FROM {dialect.each('j')} JOIN payload AS p ON p.id {payload_ids('j.value')}",
-        (dialect.array(positions),),
+        f"SELECT {_VALUE_ITEM} FROM {dialect.each('j')} JOIN log AS l ON l.run_id = ? AND l.seq = j.value "
+        f"JOIN payload AS p ON p.id {payload_ids('l.position')}",
+        (dialect.array(seqs), run_id),
     )
     return dict(rows)
 

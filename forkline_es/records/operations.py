@@ -93,7 +93,7 @@ def get_step_record(store: Host, run_id: str, path: str) -> dict[str, Any]:
         doc = store.projections.persist.step_doc(cur, run_id, path)
         if doc is None:
             raise StepNotFound(f"run {run_id!r} has no occurrence of step {path!r}")
-        return decode_document(finish(doc, referenced_values(cur, doc, store.log.dialect)))
+        return decode_document(finish(doc, referenced_values(cur, run_id, doc, store.log.dialect)))
 
 
 def log_events(store: Host, run_id: str) -> list[dict[str, Any]]:

@@ -232,8 +232,8 @@ def remove_payloads(
     digest = row_digest(run_id, seq, None, generation, kind, at, key, prev, body)
     row = NewRow(run_id, seq, None, generation, kind, at, key, body, digest, prev)
 
-    def then(cur: Cursor, positions: list[int]) -> None:
-        store.projections.apply(cur, row.stored(positions[0]), event)
+    def then(cur: Cursor) -> None:
+        store.projections.apply(cur, row, event)
         for position, slot in removed:
             first = position * SLOTS_PER_EVENT
             gone = cur.execute(
@@ -254,23 +254,16 @@ def remove_payloads(
 # -- eviction -----------------------------------------------------------------------------
 
 
-_run_columns: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+_run_tables: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
-def _projection_tables(store: Host, cur: Cursor) -> tuple[tuple[str, str], ...]:
-    """(table, column) of each projection table: its rows belong to a run by ``run_id`` or,
-    lacking one, by the log ``position`` they render (the runner's contract)."""
+def _projection_tables(store: Host, cur: Cursor) -> tuple[str, ...]:
+    """The projection tables whose rows belong to a run: by their ``run_id`` column (no fold
+    knows a log position, so a per-run row always names its run)."""
     tables = store.projections.tables
-    known = _run_columns.get(tables)
+    known = _run_tables.get(tables)
     if known is None:
-        found: list[tuple[str, str]] = []
-        for t in tables:
-            columns = set(store.backend.columns(cur, t))
-            if "run_id" in columns:
-                found.append((t, "run_id"))
-            elif "position" in columns:
-                found.append((t, "position"))
-        known = _run_columns[tables] = tuple(found)
+        known = _run_tables[tables] = tuple(t for t in tables if "run_id" in store.backend.columns(cur, t))
     return known
 
 
@@ -345,19 +338,11 @@ def evict_run(
                     (run_id,),
                 ).fetchall()
             )
-            tables = _projection_tables(store, cur)
-            for table, column in tables:  # rows found by the run's log positions go while those exist
-                if column == "position":
-                    cur.execute(
-                        f"DELETE FROM {table} WHERE position IN (SELECT position FROM log WHERE run_id = ?)",
-                        (run_id,),
-                    )
             events = len(cur.execute("DELETE FROM log WHERE run_id = ? RETURNING seq", (run_id,)).fetchall())
             for table in ("run_checkpoint", "run_checkpoint_piece"):  # derived: they go with the run
                 cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-            for table, column in tables:
-                if column == "run_id":
-                    cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            for table in _projection_tables(store, cur):
+                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
     finally:
         store.projections.forget(run_id)
     _log.info("run_evicted", run_id=run_id, reason=reason, policy=policy, events=events, forced=force)

@@ -207,7 +207,8 @@ def test_a_run_rewritten_to_its_end_is_seen_by_the_projections(sample: fe.Run, s
     problems = store.verify_run(sample.id).problems
     assert {p.kind for p in problems} == {"projection-mismatch"}
     assert any("step_view ('r1', 'fetch')" in p.message for p in problems)
-    assert any(f"entry ({position},)" in p.message for p in problems)
+    entry = store.conn.execute("SELECT entry FROM log WHERE position = ?", (position,)).fetchall()[0][0]
+    assert any(f"entry ('r1', {entry})" in p.message for p in problems)
 
 
 def test_a_rebuild_after_tampering_makes_the_projections_agree_again(sample: fe.Run, store: fe.Store) -> None:

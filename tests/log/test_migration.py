@@ -196,7 +196,7 @@ def test_a_lagging_projector_is_caught_up_when_the_store_opens(
     conn.execute("UPDATE projector SET position = ?", (folded,))
     conn.execute("DELETE FROM run_summary WHERE run_id = 'run-1'")
     conn.execute("DELETE FROM step_view WHERE run_id = 'run-1'")
-    conn.execute("DELETE FROM entry WHERE position IN (SELECT position FROM log WHERE run_id = 'run-1')")
+    conn.execute("DELETE FROM entry WHERE run_id = 'run-1'")
     conn.close()
     with fe.Store.open(source) as store:
         assert store.conn.execute("SELECT DISTINCT position FROM projector").fetchall() == [(None,)]

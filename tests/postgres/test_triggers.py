@@ -344,15 +344,19 @@ print("ok")
 """
 
 
-def test_several_processes_creating_the_schema_at_once_create_it_once(pg_dsn: str) -> None:
+@pytest.mark.parametrize("attempt", range(3))
+def test_several_processes_creating_the_schema_at_once_create_it_once(pg_dsn: str, attempt: int) -> None:
+    """Eight processes on a fresh database: one creates, the others wait and find it made.
+    (A host whose lock-free first look straddled another's creation once took our tables
+    for another application's: one failure in about fifteen such rounds of ten.)"""
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _OPEN, pg_dsn], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for _ in range(4)
+        for _ in range(8)
     ]
     results = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0] * 4, results
+    assert [p.returncode for p in procs] == [0] * 8, results
     raw = Raw(pg_dsn)
     assert raw(f"SELECT version FROM {VERSION_TABLE}") == [(SCHEMA_VERSION,)]
     assert raw("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'log'::regclass AND NOT tgisinternal") == [

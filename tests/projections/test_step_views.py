@@ -182,8 +182,8 @@ def test_a_commit_that_failed_after_its_fold_leaves_no_folded_state(db_path: Pat
         append = store.log.append
 
         def failing_commit(rows: Any, then: Any = None) -> Any:
-            def fold_then_fail(cur: Any, positions: list[int]) -> None:
-                then(cur, positions)
+            def fold_then_fail(cur: Any) -> None:
+                then(cur)
                 raise OSError("the disk went away before COMMIT")
 
             return append(rows, fold_then_fail)
@@ -211,7 +211,7 @@ def test_catching_up_starts_at_the_projector_furthest_behind(db_path: Path) -> N
         conn = store.conn
         conn.execute("DELETE FROM run_summary WHERE run_id = 'late'")
         conn.execute("DELETE FROM step_view WHERE run_id = 'late'")
-        conn.execute("DELETE FROM entry WHERE position IN (SELECT position FROM log WHERE run_id = 'late')")
+        conn.execute("DELETE FROM entry WHERE run_id = 'late'")
         conn.execute("UPDATE projector SET position = ?", (top,))
         conn.execute("UPDATE projector SET position = ? WHERE name = 'records'", (folded,))
     with fe.Store.open(db_path) as store:

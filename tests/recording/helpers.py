@@ -24,7 +24,7 @@ def snapshot(store: fe.Store) -> tuple[Any, ...]:
         for sql in (
             "SELECT * FROM log ORDER BY position",
             "SELECT * FROM payload ORDER BY position, slot",
-            "SELECT * FROM entry ORDER BY position",
+            "SELECT * FROM entry ORDER BY run_id, entry",
             "SELECT * FROM run_summary ORDER BY run_id",
             "SELECT run_id, path, generation, status, outcome, state FROM step_view ORDER BY run_id, path",
         )
@@ -50,8 +50,8 @@ def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
                 "FROM log ORDER BY run_id, seq"
             ).fetchall()
             payloads = {(p, s): v for p, s, v in conn.execute("SELECT position, slot, value FROM payload")}
-            docs = conn.execute("SELECT position, doc FROM entry")
-            entries = {p: msgspec.json.decode(doc) for p, doc in docs}
+            docs = conn.execute("SELECT run_id, entry, doc FROM entry")
+            entries = {(r, e): msgspec.json.decode(doc) for r, e, doc in docs}
     finally:
         backend.close()
     runs: dict[str, list[tuple[Any, ...]]] = {}
@@ -71,7 +71,7 @@ def check_integrity(db: str) -> dict[str, list[tuple[Any, ...]]]:
                 assert entry == next_entry, f"run {run_id}: entry {entry} where {next_entry} was due"
                 next_entry += 1
                 entry_rows += 1
-                rendered = entries[position]
+                rendered = entries[(rid, entry)]
                 assert (rendered["seq"], rendered["generation"]) == (entry, gen)
             event = decode_body(body)
             for slot, value in getattr(event, "slots", {}).items():

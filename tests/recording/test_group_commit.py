@@ -123,12 +123,12 @@ def test_a_failing_fold_fails_its_caller_only(tmp_path: Path) -> None:
         release = threading.Event()
         outcome: dict[str, object] = {}
 
-        def slow_fold(cur: object, positions: list[int]) -> str:
+        def slow_fold(cur: object) -> str:
             started.set()
             release.wait(5)
             return "slow"
 
-        def boom(cur: object, positions: list[int]) -> None:
+        def boom(cur: object) -> None:
             raise ValueError("fold refused")
 
         def call(name: str, then: object) -> None:

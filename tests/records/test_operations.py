@@ -30,13 +30,11 @@ def evict(store: fe.Store, run_id: str) -> None:
             "VALUES (?, 0, '2026-01-01T00:00:00Z', 'test')",
             (run_id,),
         )
-        for table in ("payload", "entry"):
-            cur.execute(
-                f"DELETE FROM {table} WHERE position IN (SELECT position FROM log WHERE run_id = ?)",
-                (run_id,),
-            )
+        cur.execute(
+            "DELETE FROM payload WHERE position IN (SELECT position FROM log WHERE run_id = ?)", (run_id,)
+        )
         cur.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
-        for table in ("run_summary", "step_view", "payload_removal"):
+        for table in ("run_summary", "step_view", "entry", "payload_removal"):
             cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
 
@@ -100,15 +98,11 @@ def test_check_projections_reports_each_difference(store: fe.Store) -> None:
     record_sample(store)
     assert store.check_projections() == []
     store.conn.execute("UPDATE step_view SET status = 'ended' WHERE path = 'parse'")
-    store.conn.execute(
-        "DELETE FROM entry WHERE position = (SELECT position FROM log WHERE run_id = 'done' AND entry = 2)"
-    )
+    store.conn.execute("DELETE FROM entry WHERE run_id = 'done' AND entry = 2")
     differences = store.check_projections()
     assert len(differences) == 2
     assert any(d.startswith("step_view ('child', 'parse')") for d in differences)
-    second = "SELECT position FROM log WHERE run_id = 'done' AND entry = 2"
-    (position,) = store.conn.execute(second).fetchall()[0]
-    assert any(d.startswith(f"entry ({position},)") and "live has no such row" in d for d in differences)
+    assert any(d.startswith("entry ('done', 2)") and "live has no such row" in d for d in differences)
     store.rebuild_projections()
     assert store.check_projections() == []
 
@@ -137,7 +131,7 @@ def test_projections_of_an_older_shape_are_replaced_at_open(db_path: Path) -> No
         )
     with fe.Store.open(db_path) as store:
         columns = [c[1] for c in store.conn.execute("PRAGMA table_info(entry)")]
-        assert columns == ["position", "superseded_by", "doc"]
+        assert columns == ["run_id", "entry", "superseded_by", "doc"]
         assert store.export_run_record("done") == before
         assert store.check_projections() == []
 
@@ -152,9 +146,7 @@ def test_catch_up_folds_from_the_recorded_position(db_path: Path) -> None:
         # Pretend the last two events were appended by a writer that did not fold them.
         store.conn.execute("DELETE FROM run_summary WHERE run_id = 'late'")
         store.conn.execute("DELETE FROM step_view WHERE run_id = 'late'")
-        store.conn.execute(
-            "DELETE FROM entry WHERE position IN (SELECT position FROM log WHERE run_id = 'late')"
-        )
+        store.conn.execute("DELETE FROM entry WHERE run_id = 'late'")
         store.conn.execute("UPDATE projector SET position = ?", (folded,))
     with fe.Store.open(db_path) as store:
         assert store.get_step_record("late", "a")["status"] == "active"

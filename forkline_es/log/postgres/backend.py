@@ -9,6 +9,11 @@ written out (``BEGIN`` ... ``COMMIT``), as the SQLite backend writes ``BEGIN IMM
 A snapshot is a REPEATABLE READ transaction opened after the horizon was read (a
 snapshot older than the barrier could miss a row below the end): ``horizon(cur)`` inside
 it is that value, and every row at or below it is visible in the snapshot.
+
+A connection the server drops (a restart, a failover, an idle timeout) is replaced at the
+next call (``_live``): a transaction or snapshot whose ``BEGIN`` found it dead begins again
+on the new one, and an append whose connection died under it is looked up there and sent
+again only if none of its rows is in the log (``_append_after_loss``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from typing import Any, Final, NoReturn, TypeVar
 
 import psycopg
 
-from forkline_es.errors import StoreError
+from forkline_es._logging import get_logger
+from forkline_es.errors import Conflict, ForklineError, StoreError
 from forkline_es.log.backend import Backend, Cursor, Reclaimed, TriggerDifference
 from forkline_es.log.postgres import connection as pgc
 from forkline_es.log.postgres.cursor import PgCursor
@@ -36,10 +42,13 @@ __all__ = ["POSTGRES", "PostgresBackend", "PostgresDialect"]
 
 T = TypeVar("T")
 
+_log = get_logger("forkline_es.log")
+
 _INSERT_ROW: Final = (
     "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING position"
 )
+_DIGEST_AT: Final = "SELECT digest FROM log WHERE run_id = ? AND seq = ?"
 #: Log-level tables a scratch copy takes (the projection tables are refolded there).
 _COPIED: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", "forkline_es_schema")
 
@@ -108,10 +117,8 @@ class PostgresBackend:
         #: The DSN without its password, for messages.
         self.location = pgc._shown_dsn(dsn)
         self.read_only = read_only
-        self.conn = pgc.connect(dsn)
-        self._cur = PgCursor(self.conn.cursor())
-        #: The cursor of an appended row's statement (the first row's, when there are several).
-        self._insert = self.conn.cursor()
+        self._closed = False
+        self._attach(pgc.connect(dsn))
         #: While an append's fold runs: its pipeline, which every cursor given out then uses
         #: (a statement queued on a plain cursor would read as no rows).
         self._pipeline: psycopg.Pipeline | None = None
@@ -143,10 +150,44 @@ class PostgresBackend:
         return self.conn
 
     def cursor(self) -> Cursor:
+        self._live()
         return PgCursor(self.conn.cursor(), self._pipeline)
 
     def close(self) -> None:
+        self._closed = True
         self.conn.close()
+
+    # -- a connection the server dropped ---------------------------------------------------
+
+    def _attach(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self._cur = PgCursor(conn.cursor())
+        #: The cursor of an appended row's statement (the first row's, when there are several).
+        self._insert = conn.cursor()
+
+    def _live(self) -> None:
+        """Replace a connection the server dropped (psycopg marks it ``broken`` when a call
+        finds it gone), rather than fail every later call of this handle. The projector
+        versions' session lock went with the old session: the fence takes it again at the
+        next fold, if the stored versions are still ours."""
+        if not self.conn.broken or self._closed or self._in_transaction:
+            return
+        self._attach(pgc.connect(self._dsn))
+        self.projectors.lost()
+        _log.warning("store_reconnected", store=self.location)
+
+    def _first(self, step: Callable[[], T]) -> T:
+        """The first statement of a transaction or snapshot, on a live connection. One that
+        finds the connection dead (dropped while idle) did nothing: it is sent again, once,
+        on a new connection."""
+        self._live()
+        try:
+            return step()
+        except psycopg.OperationalError:
+            if not self.conn.broken:
+                raise
+            self._live()
+            return step()
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -158,7 +199,7 @@ class PostgresBackend:
                 self._cur.execute("ROLLBACK")
 
     def append(
-        self, rows: Sequence[NewRow], then: Callable[[Cursor, list[int]], T] | None = None
+        self, rows: Sequence[NewRow], then: Callable[[Cursor], T] | None = None
     ) -> tuple[list[int], T | None]:
         """Each row and its payload values in one prepared statement (``_append_sql``), which
         takes the row's position from the log's BEFORE INSERT trigger (behind the shared
@@ -166,15 +207,57 @@ class PostgresBackend:
 
         One row that nothing folds is that statement alone, in autocommit: its own
         transaction, one round trip, as a raw insert. Otherwise in pipeline mode:
-        ``BEGIN``, the rows and ``COMMIT`` go together, one round trip, when nothing is
-        folded; with ``then``, the positions come back first (the
-        fold needs them) and its writes go with the COMMIT: two round trips, and one more
-        for each read the fold makes. An error of any statement is raised by the sync that
-        brings it back, and translated here as before.
+        ``BEGIN``, the rows, the fold's writes (``then`` on a cursor that queues them: the
+        fold needs no position) and ``COMMIT`` go together and one sync brings every
+        result back, the positions included: one round trip, and one more for each read
+        the fold makes (a read syncs what is queued before it, so it sees the rows). An
+        error of any statement (a taken ``(run_id, seq)`` included) is raised by the sync
+        that brings it back, the transaction is rolled back, and it is translated here as
+        before; the fold has then run for nothing, which its caller undoes in its caches.
         """
         if self.read_only:
             self.refuse_write("append")
         statements = [_append(r) for r in rows]  # refused before anything is sent
+        self._live()
+        try:
+            return self._append_once(statements, then)
+        except ForklineError:
+            if not self.conn.broken:
+                raise
+            return self._append_after_loss(rows, statements, then)
+
+    def _append_after_loss(
+        self,
+        rows: Sequence[NewRow],
+        statements: list[tuple[str, list[Any]]],
+        then: Callable[[Cursor], T] | None,
+    ) -> tuple[list[int], T | None]:
+        """The connection died during an append: on a new one, the log says whether it
+        committed. None of its rows there: it did not (a dead session's transaction is
+        rolled back; one still alive behind a broken network holds ``(run_id, seq)`` until it
+        ends, and ours then waits and gets ``conflict``), so it is sent again, once. All of
+        them there: the commit's acknowledgement alone was lost; the call raises as before,
+        and the recording handle adopts its row by digest at its next call."""
+        self._live()
+        try:
+            found = [self._cur.execute(_DIGEST_AT, (r.run_id, r.seq)).fetchall()[:1] for r in rows]
+        except psycopg.Error as e:
+            raise pgc.translate(e, "append") from None
+        if any(f and f[0][0] != r.digest for f, r in zip(found, rows, strict=True)):
+            raise Conflict(
+                f"append to {self.location}: another writer took the seq while the connection was down"
+            )
+        if any(found):
+            raise StoreError(
+                f"append to {self.location}: the connection was lost at COMMIT, after the rows "
+                "committed; the recording handle adopts them at its next call"
+            )
+        _log.warning("append_resent", store=self.location, rows=len(rows))
+        return self._append_once(statements, then)
+
+    def _append_once(
+        self, statements: list[tuple[str, list[Any]]], then: Callable[[Cursor], T] | None
+    ) -> tuple[list[int], T | None]:
         if then is None and len(statements) == 1:
             try:  # one statement: its own transaction, nothing to roll back if it fails
                 return [_position(self._insert.execute(*statements[0], prepare=True))], None
@@ -183,7 +266,6 @@ class PostgresBackend:
         conn = self.conn
         inserts = [self._insert if i == 0 else conn.cursor() for i in range(len(statements))]
         result: T | None = None
-        positions: list[int] = []
         try:
             self._in_transaction = True
             with conn.pipeline() as pipeline:
@@ -191,30 +273,38 @@ class PostgresBackend:
                 for insert, (sql, params) in zip(inserts, statements, strict=True):
                     insert.execute(sql, params, prepare=True)
                 if then is not None:
-                    pipeline.sync()  # the positions: round trip 1 of 2
-                    positions = [_position(insert) for insert in inserts]
                     self._pipeline = pipeline
                     try:
-                        result = then(PgCursor(conn.cursor(), pipeline), positions)
+                        result = then(PgCursor(conn.cursor(), pipeline))
                     finally:
                         self._pipeline = None
                 self._cur.raw.execute("COMMIT")
-            if then is None:
-                positions = [_position(insert) for insert in inserts]
+            positions = [_position(insert) for insert in inserts]  # the pipeline's one sync
             self._in_transaction = False
         except BaseException as e:
-            self._rollback()
+            self._abandon()
             if isinstance(e, psycopg.Error):
                 raise pgc.translate(e, "append") from None
             raise
         return positions, result
+
+    def _abandon(self) -> None:
+        """Roll a failed pipelined append back through psycopg's own ``rollback``, which also
+        forgets every statement psycopg counts as prepared (and deallocates them): a statement
+        it began preparing behind the failure was skipped by the server, Parse included, and
+        would otherwise be "prepared statement does not exist" at its next use."""
+        self._in_transaction = False
+        self._snapshot_horizon = None
+        if not self.conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                self.conn.rollback()
 
     @contextmanager
     def transaction(self, what: str, *, maintenance: bool = False) -> Iterator[Cursor]:
         if self.read_only:
             self.refuse_write(what)
         try:
-            self._cur.execute("BEGIN")
+            self._first(lambda: self._cur.execute("BEGIN"))
         except psycopg.Error as e:
             raise pgc.translate(e, what, maintenance=maintenance) from None
         self._in_transaction = True
@@ -236,8 +326,8 @@ class PostgresBackend:
             yield self._cur if self._pipeline is None else self.cursor()
             return
         try:
-            top = pgc.horizon(self._cur) if following else None
-            self._cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            top = self._first(lambda: pgc.horizon(self._cur)) if following else None
+            self._first(lambda: self._cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"))
         except psycopg.Error as e:
             raise pgc.translate(e, "read") from None
         self._in_transaction = True

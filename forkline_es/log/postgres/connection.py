@@ -147,11 +147,16 @@ def ensure_schema(conn: psycopg.Connection[Any]) -> None:
     The lock is a session lock taken before each step's transaction begins, not inside it:
     a transaction that waited for a lock inside would still see the catalogue as it was
     when it began (tables another host has since created look absent to ``to_regclass``).
+    The first look, without the lock, only decides whether to take it: its two catalogue
+    reads are separate statements, and another host committing its creation between them
+    makes our tables look like another application's, which only the look under the lock
+    may conclude.
     """
     cur = PgCursor(conn.cursor())
     try:
-        if schema_version(cur) == SCHEMA_VERSION:
-            return
+        with contextlib.suppress(StoreError):
+            if schema_version(cur) == SCHEMA_VERSION:
+                return
         for step in range(SCHEMA_VERSION):
             cur.execute(f"SELECT pg_advisory_lock({SCHEMA_LOCK})")
             try:

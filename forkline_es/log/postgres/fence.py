@@ -7,7 +7,9 @@ stored versions equal its own, so no refold can slip between the look and the lo
 refold to other versions takes the gate and looks in ``pg_locks`` for any session that
 holds a lock of this class with another key: while one does, a handle of the old versions
 may still fold, and the refold is refused. The append path takes nothing: the lock lives
-as long as the session (closing the handle, or losing its connection, lets it go).
+as long as the session (closing the handle, or losing its connection, lets it go). A
+handle whose connection was replaced (``lost``) reads the versions again under the gate at
+its next fold and holds them again, or is refused if a refold changed them meanwhile.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ _GATE: Final = "hashtext('forkline_es projector gate ' || current_schema())"
 class PostgresFence:
     """Session advisory locks: see the module docstring."""
 
+    def __init__(self) -> None:
+        self._lost = False
+
+    def lost(self) -> None:
+        """The session holding the lock is gone (a new connection replaced it)."""
+        self._lost = True
+
     def hold_read(self, cur: Cursor, key: int) -> bool:
         return False  # a hold is taken under the gate only
 
@@ -43,7 +52,12 @@ class PostgresFence:
 
     def hold(self, cur: Cursor, key: int) -> None:
         cur.execute(f"SELECT pg_advisory_lock_shared({_HOLDERS}, ?::int4)", (key,)).fetchall()
+        self._lost = False
 
     def changed(self, cur: Cursor) -> bool:
-        """Never: a refold to other versions waits for every holder of these to go."""
-        return False
+        """Only after the session was lost: while it holds the lock, a refold to other
+        versions waits for it to go. Then under the gate, so none starts before the hold."""
+        if not self._lost:
+            return False
+        self.gate(cur)
+        return True
