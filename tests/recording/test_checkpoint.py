@@ -3,6 +3,8 @@ full fold of the log gives, and a checkpoint that does not stand for the log is 
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -146,7 +148,13 @@ def test_the_log_row_at_the_checkpoint_must_carry_its_digest(
     with store.log.transaction("test") as cur:
         cur.execute("UPDATE run_checkpoint SET digest = ? WHERE run_id = 'r'", ("sha256:" + "0" * 64,))
     assert _used_checkpoint(store) is False
+    caplog.set_level(logging.WARNING, logger="forkline_es")
     assert columns(store.resume_run("r")._state) == columns(run._state)
+    warned = [json.loads(r.getMessage()) for r in caplog.records if r.name.startswith("forkline_es")]
+    assert [(w["event"], w["run_id"], w["level"]) for w in warned] == [
+        ("checkpoint_not_used", "r", "warning")
+    ]
+    assert "row 8" in str(warned[0]["reason"])
 
 
 @pytest.mark.parametrize(
