@@ -3,6 +3,8 @@ full fold of the log gives, and a checkpoint that does not stand for the log is 
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -123,6 +125,20 @@ def test_checkpoints_are_written_at_multiples_of_every(store: fe.Store, small_pi
     assert run._state.seq == 27 and _stored(store)[0] == 24
     resumed = store.resume_run("r")._state
     assert columns(resumed) == columns(full_fold(store, "r")) == columns(run._state)
+    with run.batch():  # one that crosses 28 and 32 carries the later one, with what both hold
+        run.recover([])  # 28
+        for i in range(13, 16):
+            run.begin_step(f"s/{i}")
+            run.end_step(f"s/{i}", "succeeded")
+    assert run._state.seq == 34 and _stored(store)[0] == 32
+    assert columns(store.resume_run("r")._state) == columns(full_fold(store, "r")) == columns(run._state)
+    with pytest.raises(RuntimeError), run.batch():  # a batch that is not written writes no checkpoint
+        for i in range(16, 18):
+            run.begin_step(f"s/{i}")
+            run.end_step(f"s/{i}", "succeeded")
+        raise RuntimeError("the executor gave up")
+    assert _stored(store)[0] == 32
+    assert columns(store.resume_run("r")._state) == columns(run._state)
 
 
 def test_the_log_row_at_the_checkpoint_must_carry_its_digest(
@@ -132,7 +148,13 @@ def test_the_log_row_at_the_checkpoint_must_carry_its_digest(
     with store.log.transaction("test") as cur:
         cur.execute("UPDATE run_checkpoint SET digest = ? WHERE run_id = 'r'", ("sha256:" + "0" * 64,))
     assert _used_checkpoint(store) is False
+    caplog.set_level(logging.WARNING, logger="forkline_es")
     assert columns(store.resume_run("r")._state) == columns(run._state)
+    warned = [json.loads(r.getMessage()) for r in caplog.records if r.name.startswith("forkline_es")]
+    assert [(w["event"], w["run_id"], w["level"]) for w in warned] == [
+        ("checkpoint_not_used", "r", "warning")
+    ]
+    assert "row 8" in str(warned[0]["reason"])
 
 
 @pytest.mark.parametrize(
@@ -202,3 +224,18 @@ def _used_checkpoint(store: fe.Store) -> bool:
             return checkpoint.load(cur, "r", RunState(run_id="r"))
         except checkpoint.Mismatch:
             return False
+
+
+def test_a_refused_append_at_a_checkpoint_writes_none(store: fe.Store, small_pieces: None) -> None:
+    """The loser of a seq race at the checkpoint seq writes nothing; the winner's stands."""
+    run = store.start_run("wf", run_id="r")
+    run.begin_step("a")
+    run.end_step("a", "succeeded")
+    run.begin_step("b")  # row 4
+    other = store.resume_run("r")
+    run.end_step("b", "succeeded")  # row 5 carries the checkpoint at 4
+    with pytest.raises(fe.Conflict):
+        other.begin_step("c")  # row 5 again: refused, its checkpoint with it
+    assert other._state._path_low <= 1  # what it had to save is still to save
+    assert _stored(store)[0] == 4
+    assert columns(store.resume_run("r")._state) == columns(run._state) == columns(full_fold(store, "r"))

@@ -112,3 +112,21 @@ def test_resume_folds_the_same_state_the_live_handle_built(steps: list[tuple[str
             key = store._log_row("r", seq).key  # type: ignore[union-attr]
             assert resumed.seen(key) == run._state.seen(key) is not None
         assert resumed.seen("never") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, max_size=300), st.integers(1, 50), st.lists(_TEXT, max_size=20))
+def test_texts_saved_in_pieces_load_back_the_same(texts: list[str], size: int, probes: list[str]) -> None:
+    """``piece`` over consecutive ranges, then ``load``: the same texts, found the same
+    (the empty text, a gap or a one-off key, is never indexed: the saved index skips it)."""
+    saved = _Texts()
+    for text in texts:
+        saved.add(text, indexed=text != "")
+    pieces = [saved.piece(a, min(a + size, len(texts))) for a in range(0, len(texts), size)]
+    loaded = _Texts()
+    loaded.load(pieces, saved.indexed)
+    assert [loaded.text(n) for n in range(len(loaded))] == texts
+    assert loaded.indexed == saved.indexed
+    for text in [*texts, *probes]:
+        if text:
+            assert loaded.find(text) == saved.find(text)
