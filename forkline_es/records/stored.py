@@ -51,6 +51,7 @@ _SAVE: Final = (
 )
 _DROP: Final = "DELETE FROM record_text WHERE run_id = ? AND seq = ? AND format = ?"
 
+
 def load(cur: Cursor, run_id: str, last: Last, format: int) -> tuple[bytes | None, bool]:
     """The stored text (UTF-8) for the run as of ``last``, or None; True when a stored row was
     unusable (another digest, a blob that does not inflate to its size): its save replaces it."""
