@@ -9,9 +9,8 @@ fastest), checked on each read against the run's last log position
 read in the same snapshot, so a hit is one index seek plus the decode the caller needs
 anyway, and another process's append to the run is seen as a miss.
 
-Not a stored projection: nothing is written, so the file, the bytes per event and the
-append path are untouched; the first read of a run in a process builds the text.
-Bounded by characters held (least recently read first out).
+It writes nothing; the first read of a run in a process takes the stored text
+(``records.stored``) or builds it. Bounded by bytes held (least recently read first out).
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ digest; another build's projectors) builds as before and stores the new text.
 
 Derived data, never the truth: not a projection (``rebuild_projections`` and
 ``check_projections`` leave it), never copied. The text is zlib level 1 (about 35 bytes
-per event of a 10,000-step run instead of 630 plain; inflating it costs less than reading
-the plain text would), whose Adler-32 check turns a damaged blob into a build, never a
-served text. Written in its own short transaction, only while the row it names is still
-the run's last (PostgreSQL's insert trigger checks so after waiting for the run's appends
-in flight), so a text built before a payload removal is never written after it. A
-read-only store, or a role without INSERT on the table, reads and builds without writing.
+per event of a 10,000-step run instead of 630 plain; inflating it costs what reading the
+plain text from SQLite's overflow pages does, docs/benchmarks.md), whose Adler-32 check
+turns a damaged blob into a build, never a served text. Written in its own short
+transaction, only while the row it names is still the run's last (PostgreSQL's insert
+trigger checks so after waiting for the run's appends in flight), so a text built before
+a payload removal is never written after it. A read-only store, or a role without INSERT
+on the table, reads and builds without writing.
 Eviction and payload removal delete the run's texts; ``gc`` deletes the stale ones.
 """
 
