@@ -74,12 +74,12 @@ def load(cur: Cursor, run_id: str, last: Last, format: int) -> tuple[bytes | Non
         return None, True
 
 
-def save(log: EventLog, run_id: str, last: Last, format: int, data: bytes, replace: bool) -> bool:
+def save(log: EventLog, run_id: str, last: Last, format: int, data: bytes, replace: bool) -> None:
     """Store ``data`` (the document's UTF-8) in its own transaction if the log's row ``last``
-    is still the run's last with its digest; True when written. Any refusal (a role without the privilege,
-    a lock held too long) leaves the read as it is: the text is derived data."""
+    is still the run's last with its digest (else nothing is written). Any refusal (a role
+    without the privilege, a lock held too long) leaves the read as it is: derived data."""
     if log.read_only:
-        return False
+        return
     seq, digest, _ = last
     blob = zlib.compress(data, LEVEL)
     try:
@@ -90,5 +90,3 @@ def save(log: EventLog, run_id: str, last: Last, format: int, data: bytes, repla
             cur.execute(_SAVE, (*row, run_id, seq, digest, run_id, seq))
     except ForklineError as e:
         _log.debug("record_text_not_stored", run_id=run_id, seq=seq, error=str(e))
-        return False
-    return True
