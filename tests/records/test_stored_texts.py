@@ -4,6 +4,8 @@ a read-only store writes none; eviction, payload removal and gc delete them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import zlib
 from typing import Any
 
@@ -234,3 +236,56 @@ def test_rebuild_and_check_of_the_projections_leave_the_texts(fresh_stores: Fres
         assert texts(store, run_id) == [(last_seq(store, run_id), document)]
         store.documents.clear()
         assert store.export_run_record(run_id) == document
+
+
+#: Reads every run again and again; between its snapshot and its save of a built text it
+#: waits 20 ms, so that the other process's removals land in that window.
+_READER = (
+    "import sys, time, forkline_es as fe\n"
+    "from forkline_es.records import operations, stored\n"
+    "save = stored.save\n"
+    "def late(*args):\n"
+    "    time.sleep(0.02)\n"
+    "    save(*args)\n"
+    "operations.stored.save = late\n"
+    "where, artifacts, n = sys.argv[1], sys.argv[2] or None, int(sys.argv[3])\n"
+    "with fe.Store.open(where, artifacts=artifacts) as store:\n"
+    "    print('ready', flush=True)\n"
+    "    for _ in range(4):\n"
+    "        for i in range(n):\n"
+    "            store.documents.clear()\n"
+    "            store.export_run_record(f'r{i}')\n"
+)
+
+
+def test_a_reader_process_racing_payload_removals_leaves_no_text_of_removed_values(
+    fresh_stores: FreshStores,
+) -> None:
+    """Another process reads (and stores) the runs' texts while this one removes their
+    values: afterwards every stored text is of its run's last row and equals a fresh build,
+    so no text built before a removal outlived it."""
+    location, runs = fresh_stores.location(), 12
+    with fresh_stores.open(location) as store:
+        for i in range(runs):
+            run = store.start_run(workflow="texts", run_id=f"r{i}", inputs={"i": i})
+            run.begin_step("s", arguments={"secret": i})
+            run.end_step("s", "succeeded", result={"secret": i})
+            run.conclude("succeeded")
+        reader = subprocess.Popen(
+            [sys.executable, "-c", _READER, location, fresh_stores.artifacts_for(location) or "", str(runs)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
+            for i in range(runs):
+                store.remove_payloads(f"r{i}", ["inputs"], reason="test")
+                store.remove_payloads(f"r{i}", ["arguments", "results"], reason="test")
+        finally:
+            assert reader.wait(timeout=120) == 0
+        for i in range(runs):
+            run_id = f"r{i}"
+            left = texts(store, run_id)
+            assert all(seq == last_seq(store, run_id) for seq, _ in left), left
+            assert all(text == built(store, run_id) for _, text in left)
+            assert b'"secret"' not in b"".join(text for _, text in left)
