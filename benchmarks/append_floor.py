@@ -35,6 +35,7 @@ from typing import Any, Final
 import apsw
 
 import forkline_es as fe
+from benchmarks import append
 from benchmarks._harness import Row, Trial, spread
 from forkline_es.compat.recorder import logged_event
 from forkline_es.log.connection import checkpoint_frames, open_connection
@@ -177,6 +178,80 @@ def log_event(workdir: Path, n: int) -> Trial:
         return _cpu(work, n)
 
 
+def _log_shaped(workdir: Path, rows: list[NewRow]) -> Trial:
+    """The executor rows' ceiling (``append.raw_single``): the log's columns and constraints,
+    SQLite picking the position, one INSERT per transaction."""
+    conn = append._raw_connection(workdir / f"raw-log-{next(_files)}.db", "normal")
+    values = [append._values(r) for r in rows]
+    cur = conn.cursor()
+
+    def work() -> None:
+        for v in values:
+            cur.execute("BEGIN IMMEDIATE")
+            cur.execute(append._RAW_INSERT, v)
+            cur.execute("COMMIT")
+
+    try:
+        return _cpu(work, len(rows))
+    finally:
+        conn.close()
+
+
+def executor(workdir: Path, steps: int, batched: bool) -> Trial:
+    """``append.executor``'s step (begin, invoke, result, end; small payloads) by CPU time."""
+    with fe.Store.open(workdir / f"store-{next(_files)}.db") as store:
+        run = store.start_run("bench/append", inputs={"n": steps})
+
+        def work() -> None:
+            for i in range(steps):
+                if batched:
+                    with run.batch():
+                        append._one_step(run, i)
+                else:
+                    append._one_step(run, i)
+
+        return _cpu(work, 4 * steps)
+
+
+def _paired_cpu(
+    sides: dict[str, Callable[[], Trial]],
+    ceiling: Callable[[], Trial],
+    peer: str,
+    repeats: int,
+    targets: dict[str, float],
+) -> list[Row]:
+    """Each side and the ceiling in a rotating order, ``repeats`` times; ratios pair by pair."""
+    names = ["ceiling", *sides]
+    calls: dict[str, Callable[[], Trial]] = {"ceiling": ceiling, **sides}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    ratios: dict[str, list[float]] = {name: [] for name in sides}
+    for i in range(repeats):
+        order = names[i % len(names) :] + names[: i % len(names)]
+        trial = {name: calls[name]() for name in order}
+        for name in names:
+            cpu[name].append(trial[name].seconds / trial[name].count * 1e6)
+        for name in sides:
+            ratios[name].append(cpu["ceiling"][-1] / cpu[name][-1])
+    out = []
+    for name in sides:
+        out.append(
+            Row(
+                workload=f"{name}, one caller",
+                ours=statistics.median(cpu[name]),
+                theirs=statistics.median(cpu["ceiling"]),
+                peer=peer,
+                unit="µs CPU/event",
+                spread=spread(cpu[name]),
+                theirs_spread=spread(cpu["ceiling"]),
+                ratio=statistics.median(ratios[name]),
+                repeats=repeats,
+                target=targets.get(name),
+                note="ratio: ceiling CPU / ours, pair by pair",
+            )
+        )
+    return out
+
+
 def run(quick: bool, workdir: Path) -> list[Row]:
     n, repeats = (1_000, 3) if quick else (4_000, 5)
     rows = _rows(n)
@@ -187,38 +262,32 @@ def run(quick: bool, workdir: Path) -> list[Row]:
         "the log layer: EventLog.append of prebuilt rows": lambda: log_layer(workdir, rows),
         "RunRecorder.log_event, default policy": lambda: log_event(workdir, n),
     }
-    names = ["ceiling", *sides]
-    calls: dict[str, Callable[[], Trial]] = {"ceiling": lambda: ceiling(workdir, n), **sides}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
-    ratios: dict[str, list[float]] = {name: [] for name in sides}
-    for i in range(repeats):
-        order = names[i % len(names) :] + names[: i % len(names)]
-        trial = {name: calls[name]() for name in order}
-        for name in names:
-            cpu[name].append(trial[name].seconds / trial[name].count * 1e6)
-        for name in sides:
-            ratios[name].append(
-                trial["ceiling"].seconds / trial["ceiling"].count / (trial[name].seconds / trial[name].count)
-            )
-    floor = statistics.median(cpu["ceiling"])
-    out = []
-    for name in sides:
-        mine = statistics.median(cpu[name])
-        out.append(
-            Row(
-                workload=f"{name}, one event per commit",
-                ours=mine,
-                theirs=floor,
-                peer="raw apsw, one INSERT per transaction",
-                unit="µs CPU/event",
-                spread=spread(cpu[name]),
-                theirs_spread=spread(cpu["ceiling"]),
-                ratio=statistics.median(ratios[name]),
-                repeats=repeats,
-                target=0.4 if name.startswith("RunRecorder") else None,
-                note="ratio: ceiling CPU / ours, pair by pair",
-            )
-        )
+    log_event_name = "RunRecorder.log_event, default policy, one event per commit"
+    sides[log_event_name] = sides.pop("RunRecorder.log_event, default policy")
+    out = _paired_cpu(
+        {k if k == log_event_name else f"{k}, one event per commit": v for k, v in sides.items()},
+        lambda: ceiling(workdir, n),
+        "raw apsw, one INSERT per transaction",
+        repeats,
+        {log_event_name: 0.4},
+    )
+    steps = n // 8
+    step_rows = _rows(4 * steps)
+    out += _paired_cpu(
+        {
+            "executor step (begin, invoke, result, end), one event per commit": lambda: executor(
+                workdir, steps, False
+            ),
+            "executor step, one run.batch() per step": lambda: executor(workdir, steps, True),
+        },
+        lambda: _log_shaped(workdir, step_rows),
+        "raw apsw, log-shaped INSERT per transaction",
+        repeats,
+        {
+            "executor step (begin, invoke, result, end), one event per commit": 0.4,
+            "executor step, one run.batch() per step": 0.6,
+        },
+    )
     return out
 
 
