@@ -66,8 +66,10 @@ def _kill_at_random(
 
 def _has_schema(db: Path) -> bool:
     """Did the store's set-up finish? A kill between two migration steps leaves the log
-    table at an older schema version, which a read-only open (``check_integrity``) refuses."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    table at an older schema version, which a read-only open (``check_integrity``) refuses.
+    Opened read-write (never created): a WAL the kill left behind needs a writer's recovery
+    before a read, which a read-only connection cannot run."""
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
     try:
         return int(conn.execute("PRAGMA user_version").fetchall()[0][0]) == SCHEMA_VERSION
     finally:
