@@ -18,9 +18,9 @@ names, so it never sees pending writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, get_args
+from typing import Any, Final, Protocol, get_args
 
 from forkline_es._gc import gc_paused
 from forkline_es._logging import get_logger
@@ -43,7 +43,7 @@ from forkline_es.projections.sql import DDL, TABLES, EntryRow, Persister
 from forkline_es.projections.steps import ENTRY_STEP_EVENTS, STEP_EVENTS, fold_step, refold
 from forkline_es.projections.summaries import SUMMARY_EVENTS, fold_summary
 
-__all__ = ["CORE_VERSION", "Projections", "Projector"]
+__all__ = ["CORE_VERSION", "Prepared", "Projections", "Projector"]
 
 _log = get_logger("forkline_es.projections")
 
@@ -76,6 +76,47 @@ _CORE_FOLDED: Final = (*SUMMARY_EVENTS, *STEP_EVENTS, Recovered, PayloadsRemoved
 _ENTRY_BATCH: Final = 5_000
 #: Log rows fetched per read during a rebuild.
 _READ_BATCH: Final = 20_000
+
+
+#: A fold's writes, computed before the append's transaction: (sql, parameters, executemany).
+Prepared = list[tuple[str, Any, bool]]
+
+
+class _MustRead(Exception):
+    """A fold that is being prepared asked the tables something: fold under the lock instead."""
+
+
+class _NoRows:
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+
+_NO_ROWS: Final = _NoRows()
+_WRITES: Final = ("INSERT ", "UPDATE ", "DELETE ")
+
+
+class _Writes:
+    """A cursor that keeps each write for ``Projections.replay`` and refuses every read: a
+    fold prepared from the run's cache alone writes and never reads."""
+
+    __slots__ = ("statements",)
+
+    def __init__(self) -> None:
+        self.statements: Prepared = []
+
+    def execute(self, sql: str, params: Any = (), /) -> _NoRows:
+        if not sql.startswith(_WRITES) or " RETURNING " in sql:
+            raise _MustRead
+        self.statements.append((sql, params, False))
+        return _NO_ROWS
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> None:
+        self.statements.append((sql, list(params), True))
 
 
 @dataclass(slots=True)
@@ -216,14 +257,49 @@ class Projections:
         if cache is not None and cache.seq == seq - 1:
             cache.seq = seq
 
+    def prepare(self, pending: Sequence[tuple[RowHeader, EventBody]]) -> Prepared | None:
+        """The writes that folding ``pending`` (rows not yet appended) makes, computed from the
+        runs' cached state alone, before the append's transaction: folding and rendering
+        then hold no write lock (SQLite) and go out with the rows (PostgreSQL). None when
+        the fold must read the tables (a run not cached, a step path it does not know, a
+        recovery's supersession): ``apply`` then folds inside the transaction, as always.
+
+        The cache moves on as if the rows committed; a caller whose append fails must
+        ``forget`` their runs (``Store._commit_many`` does). If another process appended to
+        a run meanwhile, the rows' ``(run_id, seq)`` is taken and the append refused.
+        """
+        writes = _Writes()
+        try:
+            for row, event in pending:
+                self._fold(writes, row, event)
+        except _MustRead:
+            for run_id in {row.run_id for row, _ in pending}:
+                self.forget(run_id)  # partly advanced: ``apply`` reloads it from the tables
+            return None
+        return writes.statements
+
+    def replay(self, cur: Cursor, prepared: Prepared) -> None:
+        """Inside the append's transaction: the prepared writes, if the projector versions
+        they were folded for are still the stored ones (the fence, as ``apply`` checks it)."""
+        if self.log.backend.projectors.changed(cur):
+            self._verify(cur)
+        for sql, params, many in prepared:
+            if many:
+                cur.executemany(sql, params)
+            else:
+                cur.execute(sql, params)
+
     def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor.
 
         Nothing here needs the row's log position: an append folds before the database
         gives it one (``Backend.append``)."""
-        behind = self._pending
-        if behind is None and self.log.backend.projectors.changed(cur):
+        if self._pending is None and self.log.backend.projectors.changed(cur):
             self._verify(cur)  # another process may have refolded with other versions
+        self._fold(cur, row, event)
+
+    def _fold(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
+        behind = self._pending
         cache = self._cache.get(row.run_id)
         if cache is None or cache.seq != row.seq - 1:
             cache = self._reload(cur, row)
