@@ -264,14 +264,21 @@ class Projections:
         the fold must read the tables (a run not cached, a step path it does not know, a
         recovery's supersession): ``apply`` then folds inside the transaction, as always.
 
+        The writes go behind as a rebuild's do (``_WriteBehind``): the batch's entry rows in
+        one ``executemany``, each step path's view once with its last state, so a
+        ``run.batch()`` of a step's four events writes one view, not four.
+
         The cache moves on as if the rows committed; a caller whose append fails must
         ``forget`` their runs (``Store._commit_many`` does). If another process appended to
         a run meanwhile, the rows' ``(run_id, seq)`` is taken and the append refused.
         """
-        writes = _Writes()
+        if self._pending is not None:
+            return None  # a rebuild of this store is folding (its cache): fold after it, inside
+        writes, behind = _Writes(), _WriteBehind()
         try:
             for row, event in pending:
-                self._fold(writes, row, event)
+                self._fold(writes, row, event, behind)
+            behind.flush(writes, self.persist)
         except _MustRead:
             for run_id in {row.run_id for row, _ in pending}:
                 self.forget(run_id)  # partly advanced: ``apply`` reloads it from the tables
@@ -294,15 +301,16 @@ class Projections:
 
         Nothing here needs the row's log position: an append folds before the database
         gives it one (``Backend.append``)."""
-        if self._pending is None and self.log.backend.projectors.changed(cur):
-            self._verify(cur)  # another process may have refolded with other versions
-        self._fold(cur, row, event)
-
-    def _fold(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         behind = self._pending
+        if behind is None and self.log.backend.projectors.changed(cur):
+            self._verify(cur)  # another process may have refolded with other versions
+        self._fold(cur, row, event, behind)
+
+    def _fold(self, cur: Cursor, row: RowHeader, event: EventBody, behind: _WriteBehind | None) -> None:
+        """``apply``'s fold; ``behind``: where writes wait (a rebuild's or a prepared batch's)."""
         cache = self._cache.get(row.run_id)
         if cache is None or cache.seq != row.seq - 1:
-            cache = self._reload(cur, row)
+            cache = self._reload(cur, row, behind)
         cache.seq = row.seq
 
         step: str | None = None  # the step fragment of a step entry
@@ -341,7 +349,7 @@ class Projections:
         if isinstance(event, Recovered) and event.supersedes:
             if behind is not None:
                 behind.flush_entries(cur, self.persist)  # the supersession reads and updates them
-            self._supersede(cur, row, event, cache)
+            self._supersede(cur, row, event, cache, behind)
         elif isinstance(event, PayloadsRemoved):
             self.persist.record_removals(cur, row.run_id, [(p, s) for p, s in event.removed], row.seq)
 
@@ -360,23 +368,25 @@ class Projections:
             versions.refuse_changed(stored, self.versions)
         self.log.backend.projectors.hold(cur, versions.key_of(stored))
 
-    def _reload(self, cur: Cursor, row: RowHeader) -> _RunCache:
+    def _reload(self, cur: Cursor, row: RowHeader, behind: _WriteBehind | None) -> _RunCache:
         """A fresh cache for ``row``'s run: empty at its first event, else read from the tables."""
-        if self._pending is not None:
-            self._pending.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
+        if behind is not None:
+            behind.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
         fresh = row.seq == 1
         summary = None if fresh else self.persist.load_summary(cur, row.run_id)
         cache = self._cache[row.run_id] = _RunCache(row.seq - 1, summary, fresh)
         return cache
 
-    def _supersede(self, cur: Cursor, row: RowHeader, event: Recovered, cache: _RunCache) -> None:
+    def _supersede(
+        self, cur: Cursor, row: RowHeader, event: Recovered, cache: _RunCache, behind: _WriteBehind | None
+    ) -> None:
         assert row.entry is not None
         touched = self.persist.entry_paths(cur, row.run_id, event.supersedes)
         self.persist.supersede(cur, row.run_id, event.supersedes, row.entry)
         for path, rows in self.persist.active_rows(cur, row.run_id, touched).items():
             view = refold((r, r.event()) for r in rows)
-            if self._pending is not None:
-                self._pending.steps.setdefault(row.run_id, {})[path] = (view, None)
+            if behind is not None:
+                behind.steps.setdefault(row.run_id, {})[path] = (view, None)
             elif view is None:
                 self.persist.delete_step(cur, row.run_id, path)
             else:

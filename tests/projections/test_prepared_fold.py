@@ -25,9 +25,9 @@ def _folded_inside(store: fe.Store, record: Any) -> list[bool]:
     projections = store.projections
     fold = projections._fold
 
-    def spy(cur: Any, row: Any, event: Any) -> None:
+    def spy(cur: Any, row: Any, event: Any, behind: Any) -> None:
         seen.append(store.conn.in_transaction)
-        fold(cur, row, event)
+        fold(cur, row, event, behind)
 
     projections._fold = spy  # type: ignore[method-assign]
     try:
@@ -88,3 +88,31 @@ def test_a_fold_prepared_for_an_append_another_store_beat_is_dropped(db_path: Pa
         assert step["payloads"]["result"]["value"] == {"kind": "string", "value": "theirs"}
         assert (step["status"], "code" in step) == ("ended", False)
         assert store.check_projections() == []
+
+
+def test_a_batched_step_writes_its_entries_at_once_and_its_view_once(store: fe.Store) -> None:
+    """A prepared batch writes behind as a rebuild does: the step's four entries in one
+    ``executemany`` and its view once, with its last state (the same rows as four folds)."""
+    run = store.start_run("wf", run_id="r")
+    _step(run, "a")
+    kept: list[Any] = []
+    projections = store.projections
+    replay = projections.replay
+
+    def spy(cur: Any, prepared: Any) -> None:
+        kept.append(list(prepared))
+        replay(cur, prepared)
+
+    projections.replay = spy  # type: ignore[method-assign]
+    try:
+        with run.batch():
+            _step(run, "b")
+    finally:
+        del projections.replay
+    (prepared,) = kept
+    step_views = [params for sql, params, _ in prepared if "step_view" in sql]
+    entries = [(params, many) for sql, params, many in prepared if "INTO entry" in sql]
+    assert [len(rows) for rows in step_views] == [1]
+    assert [(len(rows), many) for rows, many in entries] == [(4, True)]
+    assert store.get_step_record("r", "b")["status"] == "ended"
+    assert store.check_projections() == []
