@@ -264,7 +264,7 @@ class Projections:
         the fold must read the tables (a run not cached, a step path it does not know, a
         recovery's supersession): ``apply`` then folds inside the transaction, as always.
 
-        The writes go behind as a rebuild's do (``_WriteBehind``): the batch's entry rows in
+        A batch's writes go behind as a rebuild's do (``_WriteBehind``): its entry rows in
         one ``executemany``, each step path's view once with its last state, so a
         ``run.batch()`` of a step's four events writes one view, not four.
 
@@ -274,11 +274,13 @@ class Projections:
         """
         if self._pending is not None:
             return None  # a rebuild of this store is folding (its cache): fold after it, inside
-        writes, behind = _Writes(), _WriteBehind()
+        writes = _Writes()
+        behind = _WriteBehind() if len(pending) > 1 else None  # one event writes each row once
         try:
             for row, event in pending:
                 self._fold(writes, row, event, behind)
-            behind.flush(writes, self.persist)
+            if behind is not None:
+                behind.flush(writes, self.persist)
         except _MustRead:
             for run_id in {row.run_id for row, _ in pending}:
                 self.forget(run_id)  # partly advanced: ``apply`` reloads it from the tables
