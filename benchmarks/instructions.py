@@ -75,12 +75,35 @@ for i in range(n // 4):
     run.end_step(path, "succeeded")
 """
 
+# The log layer alone: one prebuilt row (and its payload value) per EventLog.append.
+_LAYER: Final = """
+import os, sys, tempfile
+from forkline_es.log.connection import open_connection
+from forkline_es.log.eventlog import EventLog
+from forkline_es.log.rows import NewRow
+from forkline_es.log.sqlite import SqliteBackend
+n = int(sys.argv[1])
+log = EventLog(SqliteBackend(open_connection(os.path.join(tempfile.mkdtemp(), "runs.db"))))
+digest = "sha256:" + "ab" * 32
+body = ('{{"event_type":"input","slots":{{"payload":{{"digest":"' + digest + '","state":"present"}}}},'
+        '"type":"forkline-logged"}}').encode()
+value = b'{{"prompt":"hello"}}'
+rows = [
+    NewRow("r", i, None, 0, "forkline-logged", "2026-01-01T00:00:00.1Z", f"forkline:k:{{i}}", body, digest,
+           None, (("payload", value),))
+    for i in range(1, n + 1)
+]
+for row in rows:
+    log.append((row,))
+"""
+
 #: name -> a script that records argv[1] events
 WORKLOADS: Final = {
     "RunRecorder.log_event, default policy": _LOG_EVENT.format(policy="default", payload=_PAYLOAD),
     "RunRecorder.log_event, RedactionPolicy.none()": _LOG_EVENT.format(policy="none", payload=_PAYLOAD),
     "RedactionPolicy.default().redact alone": _REDACT.format(payload=_PAYLOAD),
     "executor step: begin, invoke, result, end (per event)": _STEP.format(payload=_PAYLOAD),
+    "the log layer: EventLog.append of one prebuilt row and its payload value": _LAYER.format(),
 }
 _TOTAL: Final = re.compile(rb"^summary: (\d+)", re.MULTILINE)
 

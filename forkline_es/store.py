@@ -32,7 +32,7 @@ from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import EventBody, RunStarted
 from forkline_es.log.opening import open_backend
 from forkline_es.log.rows import LogRow, NewRow
-from forkline_es.projections.runner import Projections, Projector
+from forkline_es.projections.runner import Prepared, Projections, Projector
 from forkline_es.recording import checkpoint
 from forkline_es.recording.checkpoint import Saving
 from forkline_es.recording.markers import MISSING
@@ -370,14 +370,21 @@ class Store:
 
     def _commit_many(self, pending: list[tuple[NewRow, EventBody]], save: Saving | None = None) -> list[int]:
         """Append rows (all or none) and fold each into every projection, in one transaction."""
+        prepared: Prepared | None = None
 
-        def project(cur: Cursor) -> None:  # no positions needed: PostgreSQL sends it all at once
-            for row, event in pending:
-                self.projections.apply(cur, row, event)
+        def project(cur: Cursor) -> None:
+            if prepared is None:  # the fold reads the tables: inside the transaction
+                for row, event in pending:
+                    self.projections.apply(cur, row, event)
+            else:
+                self.projections.replay(cur, prepared)
             if save is not None:
                 save.write(cur)
 
         try:
+            # Folded and rendered before the transaction (no projection row needs a position):
+            # on SQLite outside the write lock, on PostgreSQL sent with the rows.
+            prepared = self.projections.prepare(pending)
             positions, _ = self.log.append([row for row, _ in pending], project)
         except BaseException:
             for run_id in {row.run_id for row, _ in pending}:

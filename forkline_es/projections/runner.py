@@ -18,9 +18,9 @@ names, so it never sees pending writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, get_args
+from typing import Any, Final, Protocol, get_args
 
 from forkline_es._gc import gc_paused
 from forkline_es._logging import get_logger
@@ -43,7 +43,7 @@ from forkline_es.projections.sql import DDL, TABLES, EntryRow, Persister
 from forkline_es.projections.steps import ENTRY_STEP_EVENTS, STEP_EVENTS, fold_step, refold
 from forkline_es.projections.summaries import SUMMARY_EVENTS, fold_summary
 
-__all__ = ["CORE_VERSION", "Projections", "Projector"]
+__all__ = ["CORE_VERSION", "Prepared", "Projections", "Projector"]
 
 _log = get_logger("forkline_es.projections")
 
@@ -76,6 +76,47 @@ _CORE_FOLDED: Final = (*SUMMARY_EVENTS, *STEP_EVENTS, Recovered, PayloadsRemoved
 _ENTRY_BATCH: Final = 5_000
 #: Log rows fetched per read during a rebuild.
 _READ_BATCH: Final = 20_000
+
+
+#: A fold's writes, computed before the append's transaction: (sql, parameters, executemany).
+Prepared = list[tuple[str, Any, bool]]
+
+
+class _MustRead(Exception):
+    """A fold that is being prepared asked the tables something: fold under the lock instead."""
+
+
+class _NoRows:
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+
+_NO_ROWS: Final = _NoRows()
+_WRITES: Final = ("INSERT ", "UPDATE ", "DELETE ")
+
+
+class _Writes:
+    """A cursor that keeps each write for ``Projections.replay`` and refuses every read: a
+    fold prepared from the run's cache alone writes and never reads."""
+
+    __slots__ = ("statements",)
+
+    def __init__(self) -> None:
+        self.statements: Prepared = []
+
+    def execute(self, sql: str, params: Any = (), /) -> _NoRows:
+        if not sql.startswith(_WRITES) or " RETURNING " in sql:
+            raise _MustRead
+        self.statements.append((sql, params, False))
+        return _NO_ROWS
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> None:
+        self.statements.append((sql, list(params), True))
 
 
 @dataclass(slots=True)
@@ -216,6 +257,47 @@ class Projections:
         if cache is not None and cache.seq == seq - 1:
             cache.seq = seq
 
+    def prepare(self, pending: Sequence[tuple[RowHeader, EventBody]]) -> Prepared | None:
+        """The writes that folding ``pending`` (rows not yet appended) makes, computed from the
+        runs' cached state alone, before the append's transaction: folding and rendering
+        then hold no write lock (SQLite) and go out with the rows (PostgreSQL). None when
+        the fold must read the tables (a run not cached, a step path it does not know, a
+        recovery's supersession): ``apply`` then folds inside the transaction, as always.
+
+        A batch's writes go behind as a rebuild's do (``_WriteBehind``): its entry rows in
+        one ``executemany``, each step path's view once with its last state, so a
+        ``run.batch()`` of a step's four events writes one view, not four.
+
+        The cache moves on as if the rows committed; a caller whose append fails must
+        ``forget`` their runs (``Store._commit_many`` does). If another process appended to
+        a run meanwhile, the rows' ``(run_id, seq)`` is taken and the append refused.
+        """
+        if self._pending is not None:
+            return None  # a rebuild of this store is folding (its cache): fold after it, inside
+        writes = _Writes()
+        behind = _WriteBehind() if len(pending) > 1 else None  # one event writes each row once
+        try:
+            for row, event in pending:
+                self._fold(writes, row, event, behind)
+            if behind is not None:
+                behind.flush(writes, self.persist)
+        except _MustRead:
+            for run_id in {row.run_id for row, _ in pending}:
+                self.forget(run_id)  # partly advanced: ``apply`` reloads it from the tables
+            return None
+        return writes.statements
+
+    def replay(self, cur: Cursor, prepared: Prepared) -> None:
+        """Inside the append's transaction: the prepared writes, if the projector versions
+        they were folded for are still the stored ones (the fence, as ``apply`` checks it)."""
+        if self.log.backend.projectors.changed(cur):
+            self._verify(cur)
+        for sql, params, many in prepared:
+            if many:
+                cur.executemany(sql, params)
+            else:
+                cur.execute(sql, params)
+
     def apply(self, cur: Cursor, row: RowHeader, event: EventBody) -> None:
         """Fold one appended event into every projection, on the append's cursor.
 
@@ -224,9 +306,13 @@ class Projections:
         behind = self._pending
         if behind is None and self.log.backend.projectors.changed(cur):
             self._verify(cur)  # another process may have refolded with other versions
+        self._fold(cur, row, event, behind)
+
+    def _fold(self, cur: Cursor, row: RowHeader, event: EventBody, behind: _WriteBehind | None) -> None:
+        """``apply``'s fold; ``behind``: where writes wait (a rebuild's or a prepared batch's)."""
         cache = self._cache.get(row.run_id)
         if cache is None or cache.seq != row.seq - 1:
-            cache = self._reload(cur, row)
+            cache = self._reload(cur, row, behind)
         cache.seq = row.seq
 
         step: str | None = None  # the step fragment of a step entry
@@ -265,7 +351,7 @@ class Projections:
         if isinstance(event, Recovered) and event.supersedes:
             if behind is not None:
                 behind.flush_entries(cur, self.persist)  # the supersession reads and updates them
-            self._supersede(cur, row, event, cache)
+            self._supersede(cur, row, event, cache, behind)
         elif isinstance(event, PayloadsRemoved):
             self.persist.record_removals(cur, row.run_id, [(p, s) for p, s in event.removed], row.seq)
 
@@ -284,23 +370,25 @@ class Projections:
             versions.refuse_changed(stored, self.versions)
         self.log.backend.projectors.hold(cur, versions.key_of(stored))
 
-    def _reload(self, cur: Cursor, row: RowHeader) -> _RunCache:
+    def _reload(self, cur: Cursor, row: RowHeader, behind: _WriteBehind | None) -> _RunCache:
         """A fresh cache for ``row``'s run: empty at its first event, else read from the tables."""
-        if self._pending is not None:
-            self._pending.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
+        if behind is not None:
+            behind.flush_run(cur, self.persist, row.run_id)  # the reload reads the tables
         fresh = row.seq == 1
         summary = None if fresh else self.persist.load_summary(cur, row.run_id)
         cache = self._cache[row.run_id] = _RunCache(row.seq - 1, summary, fresh)
         return cache
 
-    def _supersede(self, cur: Cursor, row: RowHeader, event: Recovered, cache: _RunCache) -> None:
+    def _supersede(
+        self, cur: Cursor, row: RowHeader, event: Recovered, cache: _RunCache, behind: _WriteBehind | None
+    ) -> None:
         assert row.entry is not None
         touched = self.persist.entry_paths(cur, row.run_id, event.supersedes)
         self.persist.supersede(cur, row.run_id, event.supersedes, row.entry)
         for path, rows in self.persist.active_rows(cur, row.run_id, touched).items():
             view = refold((r, r.event()) for r in rows)
-            if self._pending is not None:
-                self._pending.steps.setdefault(row.run_id, {})[path] = (view, None)
+            if behind is not None:
+                behind.steps.setdefault(row.run_id, {})[path] = (view, None)
             elif view is None:
                 self.persist.delete_step(cur, row.run_id, path)
             else:

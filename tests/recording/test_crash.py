@@ -14,6 +14,7 @@ import apsw
 import pytest
 
 import forkline_es as fe
+from forkline_es.log.schema import SCHEMA_VERSION
 from forkline_es.recording import checkpoint
 from forkline_es.recording.state import RunState
 
@@ -64,9 +65,13 @@ def _kill_at_random(
 
 
 def _has_schema(db: Path) -> bool:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    """Did the store's set-up finish? A kill between two migration steps leaves the log
+    table at an older schema version, which a read-only open (``check_integrity``) refuses.
+    Opened read-write (never created): a WAL the kill left behind needs a writer's recovery
+    before a read, which a read-only connection cannot run."""
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
     try:
-        return bool(conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'log'").fetchall())
+        return int(conn.execute("PRAGMA user_version").fetchall()[0][0]) == SCHEMA_VERSION
     finally:
         conn.close()
 
