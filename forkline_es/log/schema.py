@@ -332,7 +332,24 @@ CREATE TABLE run_checkpoint_piece (
 );
 """
 
+# Version 7: stored run record texts (``records.stored``): a concluded run's finished
+# document, zlib-compressed, as of its last row ``seq`` whose log digest is ``digest``,
+# built by projector versions ``format`` (``projections.versions.key_of``). Derived data,
+# like the checkpoints: a read takes it only when all three still hold, eviction and
+# payload removal delete the run's rows, gc the stale ones; never copied, no trigger.
+RECORD_TEXT_DDL: Final = """
+CREATE TABLE record_text (
+    run_id TEXT    NOT NULL,
+    seq    INTEGER NOT NULL,                        -- the run's last row when it was built
+    digest TEXT    NOT NULL,                        -- that row's digest in the log
+    format INTEGER NOT NULL,                        -- the projector versions' key
+    size   INTEGER NOT NULL,                        -- the document's length in UTF-8 bytes
+    text   BLOB    NOT NULL,                        -- zlib (level 1) of the canonical document
+    PRIMARY KEY (run_id, seq, format)
+);
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, RUN_CHECKPOINT_DDL)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, RUN_CHECKPOINT_DDL, RECORD_TEXT_DDL)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -1,16 +1,16 @@
-"""An in-process cache of concluded runs' document texts, keyed by the run's last position.
+"""An in-process cache of concluded runs' document bytes, keyed by the run's last position.
 
 Why: a concluded run's record is read again and again (a UI, a diff, an export) and never
 changes unless an event of the run is appended (payloads removed, an artifact) or its
 rows go (eviction refuses the read before the cache is asked). Building its document
 joins thousands of stored fragments and resolves every payload reference; the cache keeps
-the finished canonical text, checked on each read against the run's last log position
+the finished canonical text (UTF-8 bytes: what an export returns and a decode reads
+fastest), checked on each read against the run's last log position
 read in the same snapshot, so a hit is one index seek plus the decode the caller needs
 anyway, and another process's append to the run is seen as a miss.
 
-Not a stored projection: nothing is written, so the file, the bytes per event and the
-append path are untouched; the first read of a run in a process builds the text.
-Bounded by characters held (least recently read first out).
+It writes nothing; the first read of a run in a process takes the stored text
+(``records.stored``) or builds it. Bounded by bytes held (least recently read first out).
 """
 
 from __future__ import annotations
@@ -21,23 +21,23 @@ from typing import Final
 
 __all__ = ["DEFAULT_CACHE_CHARS", "DocumentCache"]
 
-#: Characters of document text kept per store (about 64 MB of str at most).
+#: Bytes of document text kept per store (64 MB at most).
 DEFAULT_CACHE_CHARS: Final = 64 << 20
 
 
 class DocumentCache:
-    """run_id -> (last log position, canonical document text); see the module docstring."""
+    """run_id -> (last log position, canonical document text in UTF-8); see the module docstring."""
 
     def __init__(self, limit: int = DEFAULT_CACHE_CHARS) -> None:
         self.limit = limit
-        self._texts: OrderedDict[str, tuple[int, str]] = OrderedDict()
+        self._texts: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
         #: Reads served from the cache and reads that built the text (tests, benchmarks).
         self.hits = 0
         self.misses = 0
 
-    def get(self, run_id: str, position: int) -> str | None:
+    def get(self, run_id: str, position: int) -> bytes | None:
         """The text cached for the run at ``position``, or None (counted as a miss)."""
         with self._lock:
             kept = self._texts.get(run_id)
@@ -48,7 +48,7 @@ class DocumentCache:
             self.hits += 1
             return kept[1]
 
-    def put(self, run_id: str, position: int, text: str) -> None:
+    def put(self, run_id: str, position: int, text: bytes) -> None:
         if len(text) > self.limit:
             return
         with self._lock:

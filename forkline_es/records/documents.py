@@ -105,7 +105,7 @@ def finish(text: str, values: Values) -> str:
 PROMOTE_AT: Final = 1 << 16
 
 
-def decode_document(text: str) -> dict[str, Any]:
+def decode_document(text: str | bytes) -> dict[str, Any]:
     """A document (or step record) from its canonical text, for the caller to keep.
 
     Decoded from the text itself (encoding 9 MB first would only copy it), with the

@@ -10,9 +10,11 @@ from forkline_es.errors import InvalidRequest, RunNotFound, RunNotRetained, Step
 from forkline_es.log.backend import Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.paths import path_problem
+from forkline_es.projections import versions
 from forkline_es.projections.model import RunSummary
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.state import check_text
+from forkline_es.records import stored
 from forkline_es.records.cache import DocumentCache
 from forkline_es.records.documents import (
     decode_document,
@@ -55,33 +57,43 @@ def _summary_or_refuse(store: Host, cur: Cursor, run_id: str) -> RunSummary:
     raise RunNotFound(f"no run {run_id!r} in {store.path}; `forkline-es runs` lists the runs it holds")
 
 
-_LAST_POSITION: Final = "SELECT position FROM log WHERE run_id = ? ORDER BY seq DESC LIMIT 1"
+_LAST_ROW: Final = "SELECT seq, digest, position FROM log WHERE run_id = ? ORDER BY seq DESC LIMIT 1"
 
 
-def _text(store: Host, cur: Cursor, run_id: str) -> str:
-    """The run's canonical document text; a concluded run's from the cache (``records.cache``)
-    while its last log position is the one the text was built at."""
-    summary = _summary_or_refuse(store, cur, run_id)
-    if summary.status not in TERMINAL_OUTCOMES:
-        return document_text(cur, store.projections.persist, summary)
-    last = cur.execute(_LAST_POSITION, (run_id,)).fetchall()
-    position = int(last[0][0]) if last else -1
-    text = store.documents.get(run_id, position)
-    if text is None:
-        text = document_text(cur, store.projections.persist, summary)
-        store.documents.put(run_id, position, text)
+def _text(store: Host, run_id: str) -> bytes:
+    """The run's canonical document text in UTF-8 (a decode reads bytes faster than a str,
+    and an export returns them: no 12 MB copy for either). A concluded run's comes from the in-process cache
+    (``records.cache``) while its last log position is the one the text was built at, else
+    from the stored text (``records.stored``) while its last row is the one that was built
+    at; a text built here is stored then, after the read's snapshot, in its own transaction."""
+    with store.log.snapshot() as cur:
+        summary = _summary_or_refuse(store, cur, run_id)
+        if summary.status not in TERMINAL_OUTCOMES:
+            return document_text(cur, store.projections.persist, summary).encode()
+        rows = cur.execute(_LAST_ROW, (run_id,)).fetchall()
+        if not rows:  # a concluded summary with no row: only a projection out of step
+            return document_text(cur, store.projections.persist, summary).encode()
+        last: stored.Last = (int(rows[0][0]), str(rows[0][1]), int(rows[0][2]))
+        text = store.documents.get(run_id, last[2])
+        if text is not None:
+            return text
+        format = versions.key_of(store.projections.versions)
+        text, unusable = stored.load(cur, run_id, last, format)
+        built = text is None
+        if text is None:
+            text = document_text(cur, store.projections.persist, summary).encode()
+    store.documents.put(run_id, last[2], text)
+    if built:
+        stored.save(store.log, run_id, last, format, text, unusable)
     return text
 
 
 def get_run_record(store: Host, run_id: str) -> dict[str, Any]:
-    with store.log.snapshot() as cur:
-        text = _text(store, cur, run_id)
-    return decode_document(text)
+    return decode_document(_text(store, run_id))
 
 
 def export_run_record(store: Host, run_id: str) -> bytes:
-    with store.log.snapshot() as cur:
-        return _text(store, cur, run_id).encode()
+    return _text(store, run_id)
 
 
 def get_step_record(store: Host, run_id: str, path: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 from forkline_es._logging import get_logger
 from forkline_es.artifacts.store import ArtifactFiles
@@ -24,6 +24,7 @@ from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import PayloadsRemoved, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.log.schema import SLOTS_PER_EVENT, payload_ids
+from forkline_es.projections import versions
 from forkline_es.projections.runner import Projections
 from forkline_es.recording.payloads import SLOT_CLASS
 from forkline_es.recording.state import check_text
@@ -242,6 +243,8 @@ def remove_payloads(
             ).fetchall()
             if len(gone) != 1:  # another process removed it first: start again
                 raise Conflict(f"run {run_id!r}: payload {slot} at {position} changed meanwhile; retry")
+        # The stored texts hold the removed values: they go with them (a read builds anew).
+        cur.execute("DELETE FROM record_text WHERE run_id = ?", (run_id,))
 
     try:
         store.log.append([row], then)
@@ -339,7 +342,8 @@ def evict_run(
                 ).fetchall()
             )
             events = len(cur.execute("DELETE FROM log WHERE run_id = ? RETURNING seq", (run_id,)).fetchall())
-            for table in ("run_checkpoint", "run_checkpoint_piece"):  # derived: they go with the run
+            # derived: they go with the run
+            for table in ("run_checkpoint", "run_checkpoint_piece", "record_text"):
                 cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             for table in _projection_tables(store, cur):
                 cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
@@ -526,6 +530,16 @@ def _grace(seconds: object) -> float:
     return value
 
 
+#: Stored run record texts (``records.stored``) no read can take any more: of other projector
+#: versions, or whose row is gone or no longer its run's last.
+_STALE_TEXTS: Final = (
+    "DELETE FROM record_text WHERE format <> ? OR NOT EXISTS (SELECT 1 FROM log AS l "
+    "WHERE l.run_id = record_text.run_id AND l.seq = record_text.seq AND l.digest = record_text.digest) "
+    "OR EXISTS (SELECT 1 FROM log AS l WHERE l.run_id = record_text.run_id AND l.seq > record_text.seq) "
+    "RETURNING seq"
+)
+
+
 def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress | None = None) -> GcReport:
     """Give free pages back to the file system (incremental vacuum in short steps), empty
     the WAL, then delete artifact files that no retained run references any more.
@@ -536,6 +550,9 @@ def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress |
     given back, free pages at the start) as the vacuum goes.
     """
     grace = _grace(artifact_grace_seconds)
+    with store.log.transaction("gc: delete stale run record texts", maintenance=True) as cur:
+        key = versions.key_of(store.projections.versions)
+        texts = len(cur.execute(_STALE_TEXTS, (key,)).fetchall())
     space = store.backend.reclaim(progress)
     with store.log.snapshot() as cur:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
@@ -547,6 +564,7 @@ def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress |
         pages_before=space.pages_before,
         pages_after=space.pages_after,
         artifact_files_removed=files,
+        record_texts_removed=texts,
         not_done=len(space.not_done),
     )
     return GcReport(

@@ -31,8 +31,9 @@ _CORE = (
     "log_end",
     "run_checkpoint",
     "run_checkpoint_piece",
+    "record_text",
 )
-# Made by the migrations to versions 2 to 6, not present in a version-1 file.
+# Made by the migrations to versions 2 to 7, not present in a version-1 file.
 _LATER = (
     "eviction_position",
     "log_end",
@@ -44,6 +45,7 @@ _LATER = (
     "payload_is_never_replaced",
     "log_refuses_evicted_runs",
     "run_checkpoint",
+    "record_text",
 )
 
 
@@ -136,7 +138,7 @@ def test_a_version_1_file_keeps_every_row_position_and_document(
 
     with fe.Store.open(old) as store:
         conn = store.conn
-        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 7
         assert {t: _rows(conn, t) for t in ("log", "payload", "eviction")} == before
         log_sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'log'").fetchall()[0][0]
         assert "AUTOINCREMENT" not in log_sql
@@ -322,12 +324,13 @@ def test_a_version_4_file_loses_the_rows_its_evicted_runs_took_and_refuses_more(
         ).fetchall()
         assert len(kept_values) < conn.execute("SELECT count(*) FROM payload").fetchall()[0][0]
         document = store.get_run_record("kept")
-        conn.execute("DROP TABLE run_checkpoint_piece")  # what version 6 adds, kept until the
-        conn.execute("DROP TABLE run_checkpoint")  # evictions above, which delete from them
+        conn.execute("DROP TABLE run_checkpoint_piece")  # what versions 6 and 7 add, kept until
+        conn.execute("DROP TABLE run_checkpoint")  # the evictions above, which delete from them
+        conn.execute("DROP TABLE record_text")
 
     with fe.Store.open(path) as store:
         conn = store.conn
-        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION == 7
         assert conn.execute("SELECT count(*) FROM log WHERE run_id = 'gone'").fetchall() == [(0,)]
         assert conn.execute("SELECT * FROM payload ORDER BY id").fetchall() == kept_values
         assert conn.execute("SELECT count(*) FROM observation WHERE run_id = 'gone'").fetchall() == [(0,)]

@@ -41,6 +41,8 @@ def test_the_documented_roles_record_and_retain_and_rewrite_nothing(pg_dsn: str)
             run.end_step("s", "succeeded")
             run.conclude("succeeded")
             assert [e["kind"] for e in store.get_run_record("r")["entries"]][-1] == "conclude"
+            stored = store.conn.execute("SELECT run_id, seq FROM record_text").fetchall()
+            assert stored == [("r", 4)]  # the first read stored its text, as the executor
             with pytest.raises(fe.StoreError):  # retention is not the executor's to do
                 store.evict_run("old", reason="not mine")
             assert store.get_run_record("old")["run"]["status"] == "succeeded"
@@ -62,6 +64,7 @@ def test_the_documented_roles_record_and_retain_and_rewrite_nothing(pg_dsn: str)
             with pytest.raises(fe.RunNotRetained):
                 store.get_run_record("old")
             assert store.verify_run("r").ok
+            assert store.conn.execute("SELECT count(*) FROM record_text").fetchall() == [(0,)]
         with (
             psycopg.connect(as_role(pg_dsn, maintenance), autocommit=True) as c,
             pytest.raises(psycopg.errors.RestrictViolation),

@@ -55,9 +55,9 @@ def test_an_active_run_is_never_cached(tmp_path: Path) -> None:
 
 def test_the_cache_keeps_at_most_its_limit() -> None:
     cache = DocumentCache(limit=10)
-    cache.put("a", 1, "x" * 6)
-    cache.put("b", 1, "y" * 6)  # over the limit: the least recently read goes
-    assert cache.get("a", 1) is None and cache.get("b", 1) == "y" * 6
-    cache.put("c", 1, "z" * 11)  # larger than the whole cache: not kept
-    assert cache.get("c", 1) is None and cache.get("b", 1) == "y" * 6
+    cache.put("a", 1, b"x" * 6)
+    cache.put("b", 1, b"y" * 6)  # over the limit: the least recently read goes
+    assert cache.get("a", 1) is None and cache.get("b", 1) == b"y" * 6
+    cache.put("c", 1, b"z" * 11)  # larger than the whole cache: not kept
+    assert cache.get("c", 1) is None and cache.get("b", 1) == b"y" * 6
     assert cache.get("b", 2) is None  # another position: a miss

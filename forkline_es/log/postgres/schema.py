@@ -68,6 +68,7 @@ TABLES: Final = (
     "projector",
     "run_checkpoint",
     "run_checkpoint_piece",
+    "record_text",
     VERSION_TABLE,
 )
 
@@ -318,9 +319,40 @@ CREATE TABLE run_checkpoint_piece (
 );
 """
 
+# Version 3: stored run record texts (SQLite's version 7, ``forkline_es.records.stored``).
+# The trigger makes an insert wait for the run's appends in flight (the per-run lock they
+# hold shared, taken here exclusively, as an eviction does) and then, in a snapshot that
+# sees them, keeps the row only while its seq is still the run's last row with its digest:
+# a text built before a payload removal committed is never written after the removal
+# deleted the run's texts.
+_V3: Final = f"""
+CREATE TABLE record_text (
+    run_id text    COLLATE "C" NOT NULL,
+    seq    bigint  NOT NULL,                         -- the run's last row when it was built
+    digest text    COLLATE "C" NOT NULL,             -- that row's digest in the log
+    format bigint  NOT NULL,                         -- the projector versions' key
+    size   bigint  NOT NULL,                         -- the document's length in UTF-8 bytes
+    text   bytea   NOT NULL,                         -- zlib (level 1) of the canonical document
+    PRIMARY KEY (run_id, seq, format)
+);
+
+CREATE FUNCTION record_text_insert_rules() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock({RUN_LOCKS}, hashtext(NEW.run_id));
+    IF NOT EXISTS (SELECT 1 FROM {{s}}.log
+                   WHERE run_id = NEW.run_id AND seq = NEW.seq AND digest = NEW.digest)
+       OR EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq > NEW.seq) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER record_text_insert_rules BEFORE INSERT ON record_text
+FOR EACH ROW EXECUTE FUNCTION record_text_insert_rules();
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from version n to n + 1 in one transaction; ``{s}``
 #: stands for the quoted schema (``migration``).
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
