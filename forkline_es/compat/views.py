@@ -131,7 +131,7 @@ SELECT
     json_extract(s.state, '$.env.platform') AS platform,
     json_extract(s.state, '$.env.cwd') AS cwd
 FROM run_summary AS s
-ORDER BY s.started_at, s.run_id;
+ORDER BY s.started_key, s.run_id;
 
 DROP VIEW IF EXISTS events;
 CREATE VIEW events AS
@@ -164,7 +164,9 @@ class ForklineViews:
     """
 
     name: str = "forkline-views"
-    version: int = 3  # 3: events reads each value by a subquery on its key range (was quadratic)
+    # 3: events reads each value by a subquery on its key range (was quadratic); 4: runs in
+    # time order (started_key), not in the text order of trimmed fractions (.7Z after .71Z)
+    version: int = 4
     ddl: str = VIEWS_DDL
     tables: tuple[str, ...] = ()
     events: tuple[type[EventBody], ...] = ()

@@ -69,6 +69,24 @@ def test_list_runs_is_newest_first_and_limit_keeps_that_many(recorder: RunRecord
         recorder.list_runs(limit="2")  # type: ignore[arg-type]
 
 
+def test_list_runs_orders_by_time_where_trimmed_fractions_sort_otherwise_as_text(
+    recorder: RunRecorder,
+) -> None:
+    """Canonical times drop trailing zeros: ``.7Z`` is before ``.71Z`` in time and after it
+    as text. Both the listing and the ``runs`` view a person reads with sqlite3 go by time.
+    (Three runs started in one test once came back out of order this way.)"""
+    for run_id, at in [
+        ("a", "2026-12-04T10:00:00.71Z"),
+        ("b", "2026-12-04T10:00:00.7Z"),
+        ("c", "2026-12-04T10:00:00.705Z"),
+    ]:
+        with recorder.store._recorded_at(at):
+            recorder.start_run(f"{run_id}.py", run_id=run_id)
+    assert [r["run_id"] for r in recorder.list_runs()] == ["a", "c", "b"]
+    view = recorder.store.conn.execute("SELECT run_id FROM runs").fetchall()
+    assert [run_id for (run_id,) in view] == ["b", "c", "a"]
+
+
 def test_log_tool_call_writes_forklines_payload_through_redaction(recorder: RunRecorder) -> None:
     run_id = recorder.start_run("tools.py")
     event_id = recorder.log_tool_call(

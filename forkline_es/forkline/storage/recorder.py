@@ -39,7 +39,12 @@ RUN_FIELDS: Final = (
     "platform",
     "cwd",
 )
-_LIST: Final = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY started_at DESC, run_id DESC"
+#: Newest first by time (``started_key``: canonical times drop trailing zeros, so their text
+#: order is not time order: "...45.7Z" sorts after "...45.71Z").
+_LIST: Final = (
+    f"SELECT {', '.join(f'r.{c}' for c in RUN_COLUMNS)} FROM runs AS r "
+    "JOIN run_summary AS s ON s.run_id = r.run_id ORDER BY s.started_key DESC, r.run_id DESC"
+)
 _ENV: Final = ("python_version", "platform", "cwd")
 
 
