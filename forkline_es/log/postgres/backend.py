@@ -44,10 +44,6 @@ T = TypeVar("T")
 
 _log = get_logger("forkline_es.log")
 
-_INSERT_ROW: Final = (
-    "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING position"
-)
 _DIGEST_AT: Final = "SELECT digest FROM log WHERE run_id = ? AND seq = ?"
 #: Log-level tables a scratch copy takes (the projection tables are refolded there).
 _COPIED: Final = ("log", "payload", "eviction", "log_end", "consumer", "projector", "forkline_es_schema")
@@ -201,11 +197,11 @@ class PostgresBackend:
     def append(
         self, rows: Sequence[NewRow], then: Callable[[Cursor], T] | None = None
     ) -> tuple[list[int], T | None]:
-        """Each row and its payload values in one prepared statement (``_append_sql``), which
-        takes the row's position from the log's BEFORE INSERT trigger (behind the shared
-        barrier lock); ``then`` and the COMMIT in the same transaction.
+        """All the rows and their payload values in one prepared statement (``_append_sql``),
+        whose rows take their positions from the log's BEFORE INSERT trigger (behind the
+        shared barrier lock); ``then`` and the COMMIT in the same transaction.
 
-        One row that nothing folds is that statement alone, in autocommit: its own
+        Rows that nothing folds are that statement alone, in autocommit: its own
         transaction, one round trip, as a raw insert. Otherwise in pipeline mode:
         ``BEGIN``, the rows, the fold's writes (``then`` on a cursor that queues them: the
         fold needs no position) and ``COMMIT`` go together and one sync brings every
@@ -217,19 +213,19 @@ class PostgresBackend:
         """
         if self.read_only:
             self.refuse_write("append")
-        statements = [_append(r) for r in rows]  # refused before anything is sent
+        statement = _append(rows)  # refused before anything is sent
         self._live()
         try:
-            return self._append_once(statements, then)
+            return self._append_once(statement, then)
         except ForklineError:
             if not self.conn.broken:
                 raise
-            return self._append_after_loss(rows, statements, then)
+            return self._append_after_loss(rows, statement, then)
 
     def _append_after_loss(
         self,
         rows: Sequence[NewRow],
-        statements: list[tuple[str, list[Any]]],
+        statement: tuple[str, list[Any]],
         then: Callable[[Cursor], T] | None,
     ) -> tuple[list[int], T | None]:
         """The connection died during an append: on a new one, the log says whether it
@@ -253,33 +249,30 @@ class PostgresBackend:
                 "committed; the recording handle adopts them at its next call"
             )
         _log.warning("append_resent", store=self.location, rows=len(rows))
-        return self._append_once(statements, then)
+        return self._append_once(statement, then)
 
     def _append_once(
-        self, statements: list[tuple[str, list[Any]]], then: Callable[[Cursor], T] | None
+        self, statement: tuple[str, list[Any]], then: Callable[[Cursor], T] | None
     ) -> tuple[list[int], T | None]:
-        if then is None and len(statements) == 1:
+        insert = self._insert
+        if then is None:
             try:  # one statement: its own transaction, nothing to roll back if it fails
-                return [_position(self._insert.execute(*statements[0], prepare=True))], None
+                return _positions(insert.execute(*statement, prepare=True)), None
             except psycopg.Error as e:
                 raise pgc.translate(e, "append") from None
         conn = self.conn
-        inserts = [self._insert if i == 0 else conn.cursor() for i in range(len(statements))]
-        result: T | None = None
         try:
             self._in_transaction = True
             with conn.pipeline() as pipeline:
                 self._cur.raw.execute("BEGIN")
-                for insert, (sql, params) in zip(inserts, statements, strict=True):
-                    insert.execute(sql, params, prepare=True)
-                if then is not None:
-                    self._pipeline = pipeline
-                    try:
-                        result = then(PgCursor(conn.cursor(), pipeline))
-                    finally:
-                        self._pipeline = None
+                insert.execute(*statement, prepare=True)
+                self._pipeline = pipeline
+                try:
+                    result = then(PgCursor(conn.cursor(), pipeline))
+                finally:
+                    self._pipeline = None
                 self._cur.raw.execute("COMMIT")
-            positions = [_position(insert) for insert in inserts]  # the pipeline's one sync
+            positions = _positions(insert)  # the pipeline's one sync
             self._in_transaction = False
         except BaseException as e:
             self._abandon()
@@ -456,38 +449,62 @@ class PostgresBackend:
         return [str(t) for (t,) in rows]
 
 
+_LOG_COLUMNS: Final = "run_id, seq, entry, generation, kind, at, key, body, digest, prev"
+
+
 @functools.cache
-def _append_sql(values: int) -> str:
-    """One log row and its ``values`` payload values as one statement: the payload rows take
-    the position the log row was given (``id``: position * SLOTS_PER_EVENT + its place).
-    In psycopg's placeholders, sent as it is and prepared (one per number of values)."""
-    if not values:
-        return _INSERT_ROW
-    rows = ", ".join(f"({k}, %s, %s)" for k in range(values))
+def _append_sql(values: tuple[int, ...]) -> str:
+    """The rows of one append (``values``: each row's number of payload values) and their
+    payload values as one statement: its rows are inserted in order, so the log's trigger
+    gives them rising positions, and each payload row takes its log row's (``id``: position
+    * SLOTS_PER_EVENT + its place). A batch is one statement however many rows it has, as
+    psycopg spends client CPU per statement sent. In psycopg's placeholders, prepared (one
+    per shape of append: a few, since executors repeat the same calls)."""
+    row = "(" + ", ".join(["%s"] * 10) + ")"
+    log = f"INSERT INTO log ({_LOG_COLUMNS}) VALUES {', '.join([row] * len(values))} RETURNING position"
+    if not any(values):
+        return log
+    slots = ", ".join(
+        f"({i}, {k}, %s, %s)" for i, count in enumerate(values) for k in range(count)
+    )  # i: the row's place in the append, which is its place in position order
     return (
-        f"WITH l AS ({_INSERT_ROW}), p AS (INSERT INTO payload (id, position, slot, value) "
-        f"SELECT l.position * {SLOTS_PER_EVENT} + v.k, l.position, v.slot, v.value "
-        f"FROM l CROSS JOIN (VALUES {rows}) AS v(k, slot, value)) SELECT position FROM l"
+        f"WITH l AS ({log}), n AS (SELECT position, row_number() OVER (ORDER BY position) - 1 AS i FROM l), "
+        f"p AS (INSERT INTO payload (id, position, slot, value) "
+        f"SELECT n.position * {SLOTS_PER_EVENT} + v.k, n.position, v.slot, v.value "
+        f"FROM n JOIN (VALUES {slots}) AS v(i, k, slot, value) ON v.i = n.i) "
+        "SELECT position FROM l ORDER BY position"
     )
 
 
-def _append(r: NewRow) -> tuple[str, list[Any]]:
-    """``r``'s statement and its parameters; too many payload values is a StoreError."""
-    if len(r.payloads) > SLOTS_PER_EVENT:
-        raise StoreError(f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}")
-    params: list[Any] = [
-        r.run_id, r.seq, r.entry, r.generation, r.kind, r.at, r.key, r.body.decode(), r.digest, r.prev,
-    ]  # fmt: skip
-    for slot, value in r.payloads:
-        params += (slot, value.decode())
-    return _append_sql(len(r.payloads)), params
+def _append(rows: Sequence[NewRow]) -> tuple[str, list[Any]]:
+    """The append's statement and its parameters; too many payload values is a StoreError."""
+    params: list[Any] = []
+    for r in rows:
+        if len(r.payloads) > SLOTS_PER_EVENT:
+            raise StoreError(
+                f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}"
+            )
+        params += (
+            r.run_id,
+            r.seq,
+            r.entry,
+            r.generation,
+            r.kind,
+            r.at,
+            r.key,
+            r.body.decode(),
+            r.digest,
+            r.prev,
+        )
+    for r in rows:
+        for slot, value in r.payloads:
+            params += (slot, value.decode())
+    return _append_sql(tuple(len(r.payloads) for r in rows)), params
 
 
-def _position(insert: psycopg.Cursor[Any]) -> int:
-    """The position the row's statement gave it."""
-    row = insert.fetchone()
-    assert row is not None
-    return int(row[0])
+def _positions(insert: psycopg.Cursor[Any]) -> list[int]:
+    """The positions the append's statement gave its rows, in the rows' order."""
+    return [int(p) for (p,) in insert.fetchall()]
 
 
 def _with_search_path(dsn: str, schema: str) -> str:
