@@ -64,3 +64,28 @@ def test_text_round_trips_byte_for_byte_in_literals_and_parameters(
     assert got_literal == literal
     assert got_value.encode() == value.encode()
     assert octets == len(value.encode())
+
+
+def test_a_plain_insert_of_many_rows_is_one_statement_per_65535_parameters(cur: PgCursor) -> None:
+    """executemany of ``INSERT ... VALUES (?, ...)`` sends one many-row statement (a fold's
+    entries, a rebuild's batches), split where PostgreSQL's parameter limit would refuse it;
+    an upsert still goes row by row (two rows meeting one conflict would refuse a single
+    statement). Every row arrives, in order, NULLs and % included."""
+    cur.execute(
+        "CREATE TEMP TABLE many (a bigint, b text, c text);"
+        "CREATE TEMP TABLE up (k bigint PRIMARY KEY, n bigint);"
+        "CREATE TEMP TABLE sent (n int); CREATE FUNCTION pg_temp.sent() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN INSERT INTO sent VALUES (1); RETURN NULL; END $$;"
+        "CREATE TRIGGER sent AFTER INSERT ON many FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.sent()"
+    )
+    rows = [(i, f"{i}%", None if i % 7 else "seven") for i in range(30_000)]  # 90,000 parameters
+    cur.executemany("INSERT INTO many (a, b, c) VALUES (?, ?, ?)", rows)
+    assert cur.execute("SELECT count(*) FROM sent").fetchall() == [(2,)]  # 21,845 rows, then the rest
+    assert cur.execute("SELECT a, b, c FROM many ORDER BY a").fetchall() == rows
+    cur.executemany(
+        "INSERT INTO up (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = up.n + excluded.n",
+        [(1, 1), (1, 2)],
+    )
+    assert cur.execute("SELECT k, n FROM up").fetchall() == [(1, 3)]
+    cur.executemany("INSERT INTO many (a, b, c) VALUES (?, ?, ?)", [])
+    assert cur.execute("SELECT count(*) FROM many").fetchall() == [(30_000,)]
