@@ -8,11 +8,13 @@ the middle therefore breaks the chain at a precise seq (``store.verify_run``).
 from __future__ import annotations
 
 import hashlib
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
+from forkline_es.errors import StoreError
 from forkline_es.log.events import EventBody, decode_body
+from forkline_es.log.schema import SLOTS_PER_EVENT
 
 __all__ = ["LOG_COLUMNS", "LogRow", "NewRow", "RowHeader", "row_digest"]
 
@@ -59,6 +61,19 @@ class NewRow(msgspec.Struct, frozen=True):
     digest: str
     prev: str | None
     payloads: tuple[tuple[str, bytes], ...] = ()
+
+    def columns(self) -> tuple[Any, ...]:
+        """The log row's columns after ``position`` in ``LOG_COLUMNS`` order, as both
+        backends insert them: the body as text (json_each and ``LogRow.body`` read text).
+        More payload values than an event has slots is a StoreError, before anything is sent."""
+        if len(self.payloads) > SLOTS_PER_EVENT:
+            raise StoreError(
+                f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(self.payloads)}"
+            )
+        return (
+            self.run_id, self.seq, self.entry, self.generation, self.kind, self.at, self.key,
+            self.body.decode(), self.digest, self.prev,
+        )  # fmt: skip
 
 
 #: The ``log`` columns in ``LogRow``'s field order: ``LogRow(*row)`` of a ``SELECT`` of these.

@@ -280,25 +280,7 @@ class SqliteBackend:
         positions: list[int] = []
         conn = self.conn
         for r in rows:
-            if len(r.payloads) > SLOTS_PER_EVENT:
-                raise StoreError(
-                    f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}"
-                )
-            cur.execute(
-                _INSERT_ROW,
-                (
-                    r.run_id,
-                    r.seq,
-                    r.entry,
-                    r.generation,
-                    r.kind,
-                    r.at,
-                    r.key,
-                    r.body.decode(),  # TEXT: json_each and LogRow.body expect text, not a BLOB
-                    r.digest,
-                    r.prev,
-                ),
-            )
+            cur.execute(_INSERT_ROW, r.columns())
             position = conn.last_insert_rowid()
             positions.append(position)
             first = position * SLOTS_PER_EVENT

@@ -16,6 +16,7 @@ from forkline_es.errors import ForklineError
 from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.rows import LOG_COLUMNS
+from forkline_es.log.schema import SLOTS_PER_EVENT
 from forkline_es.testing.backends import BackendOpener
 
 from .rows import chain, new_row
@@ -54,6 +55,20 @@ def test_append_returns_increasing_positions_and_stores_rows_and_payloads(
         (positions[0], "arguments"): PAYLOAD.decode(),
         (positions[1], "result"): PAYLOAD.decode(),
     }
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_more_payload_values_than_an_event_has_slots_is_refused_before_anything_is_written(
+    open_backend_handle: BackendOpener, fold: bool
+) -> None:
+    backend = open_backend_handle()
+    fine = new_row("r", 1, [("arguments", PAYLOAD)])
+    crowded = new_row("r", 2, [(f"s{k}", PAYLOAD) for k in range(SLOTS_PER_EVENT + 1)], prev=fine.digest)
+    with pytest.raises(
+        fe.StoreError, match=f"at most {SLOTS_PER_EVENT} payload values, not {SLOTS_PER_EVENT + 1}"
+    ):
+        backend.append([fine, crowded], (lambda cur: _mark(cur, "folded")) if fold else None)
+    assert (_count(backend, "log"), _count(backend, "payload"), _count(backend, "projector")) == (0, 0, 0)
 
 
 def test_then_runs_on_the_appends_cursor_sees_its_rows_and_commits_with_them(

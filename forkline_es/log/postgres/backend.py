@@ -480,22 +480,7 @@ def _append(rows: Sequence[NewRow]) -> tuple[str, list[Any]]:
     """The append's statement and its parameters; too many payload values is a StoreError."""
     params: list[Any] = []
     for r in rows:
-        if len(r.payloads) > SLOTS_PER_EVENT:
-            raise StoreError(
-                f"an event carries at most {SLOTS_PER_EVENT} payload values, not {len(r.payloads)}"
-            )
-        params += (
-            r.run_id,
-            r.seq,
-            r.entry,
-            r.generation,
-            r.kind,
-            r.at,
-            r.key,
-            r.body.decode(),
-            r.digest,
-            r.prev,
-        )
+        params += r.columns()
     for r in rows:
         for slot, value in r.payloads:
             params += (slot, value.decode())
