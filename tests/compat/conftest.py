@@ -2,16 +2,4 @@
 
 from __future__ import annotations
 
-import pytest
-
-import forkline_es as fe
-
-
-@pytest.fixture
-def store(backend_store: fe.Store) -> fe.Store:
-    return backend_store
-
-
-@pytest.fixture
-def mem_store(backend_mem_store: fe.Store) -> fe.Store:
-    return backend_mem_store
+from tests.every_backend import mem_store, store  # noqa: F401 (fixtures: this suite runs on every backend)
