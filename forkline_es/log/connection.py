@@ -102,9 +102,23 @@ def checkpoint_frames(durability: Durability) -> int:
     return 1000 if durability == "full" else 4000
 
 
-def _wal(conn: Connection, durability: Durability) -> None:
-    """WAL mode; its checkpoints are ``log.checkpoint.WalBound``'s, set once the busy handler is."""
-    conn.execute("PRAGMA journal_mode = WAL")
+def _wal(conn: Connection, waiter: Callable[[int], bool]) -> None:
+    """WAL mode; its checkpoints are ``log.checkpoint.WalBound``'s, set once the busy handler is.
+
+    Switching reads the header, then writes it. Finding another process's write lock between
+    the two (several processes opening one new file), SQLite returns busy at once rather than
+    call the busy handler, since waiting with a read lock held could deadlock; the read lock
+    is gone when the statement fails, so the switch is tried again on ``waiter``'s schedule.
+    """
+    tries = 0
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            break
+        except apsw.BusyError:
+            if not waiter(tries):
+                raise
+            tries += 1
     conn.execute(f"PRAGMA journal_size_limit = {LIMIT_BYTES}")
 
 
@@ -127,7 +141,6 @@ def _cache(conn: Connection, durability: Durability) -> None:
 _SETUP: Final[tuple[Callable[[Connection, Durability], None], ...]] = (
     _no_double_quoted_strings,
     _foreign_keys,
-    _wal,
     _synchronous,
     _secure_delete,
     _cache,
@@ -288,6 +301,7 @@ def open_connection(
             # Before the WAL step writes the header: an empty file is the only one that
             # takes auto_vacuum without a VACUUM; it lets retention's gc shrink the file.
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        _wal(conn, waiter)
         for step in _SETUP:
             step(conn, durability)
         install(conn, checkpoint_frames(durability), waiter)

@@ -252,3 +252,36 @@ def test_every_connection_is_set_up_for_the_append_path(db_path: Path, durabilit
     }
     frames = checkpoint_frames(durability)
     assert frames * 4096 < largest <= (frames + 50) * (4096 + 24) + 32  # restarted at its interval
+
+
+_HOLD_WRITE_LOCK = """
+import sys, time, apsw
+conn = apsw.Connection(sys.argv[1])
+conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+"""
+
+
+def test_switching_to_wal_waits_for_another_process_holding_the_write_lock(tmp_path: Path) -> None:
+    """Switching a file to WAL reads its header, then writes it. Finding another process's
+    write lock between the two, SQLite returns busy without calling the busy handler (waiting
+    could deadlock), so opening must wait and try again itself: 1 in 40 rounds of five
+    processes opening one new file failed with 'database is locked' before it did."""
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        run_id = store.start_run("wf").id
+    conn = apsw.Connection(str(db))
+    assert conn.execute("PRAGMA journal_mode = DELETE").fetchall() == [("delete",)]
+    conn.close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_WRITE_LOCK, str(db), "0.3"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with fe.Store.open(db) as store:
+            assert [r["id"] for r in store.list_runs()] == [run_id]
+            assert store.conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
+    finally:
+        assert holder.wait(timeout=30) == 0
