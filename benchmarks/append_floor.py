@@ -11,7 +11,13 @@ table), with the layers between them each timed on its own, all in one paired ru
 - the same with the payload value in the log row itself and no insert triggers: the
   floor of a design that writes one table (and its ``(run_id, seq)`` index) per event;
 - *the log layer*: ``EventLog.append`` of prebuilt rows (group commit, backend, SQL);
-- ``log_event`` itself (redaction, canonical JSON, digests, the run's state, the layer).
+- *building the rows alone*: redaction, canonical JSON and digests, no SQL: the Python
+  any design keeps per event, which with a side's SQL bounds that side's ratio;
+- ``log_event`` itself (redaction, canonical JSON, digests, the run's state, the layer);
+- the executor step (begin, invoke, result, end; one commit an event, or one
+  ``run.batch()`` a step) against a log-shaped insert, with its own SQL floor: every
+  statement the step runs, traced on one store file and replayed in order on a copy of
+  it, so the same rows are written with none of our Python around them.
 
 Every side runs 4,000 events (1,000 with ``--quick``) of the small payload
 ``{"prompt": "hello", "i": i}`` and is timed by ``time.process_time`` (user and system
@@ -26,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -178,6 +185,16 @@ def log_sql(workdir: Path, rows: list[NewRow], shape: str) -> Trial:
         conn.close()
 
 
+def built_rows(n: int) -> Trial:
+    """Building ``log_event``'s rows alone, no SQL and no run state: redaction, the event's
+    canonical JSON, its payload value, two SHA-256 digests and the row. Every design that
+    records these documents does this much Python per event; with a side's SQL it bounds
+    what that side's ratio can reach."""
+    start = time.process_time()
+    _rows(n)
+    return Trial(n, time.process_time() - start)
+
+
 def log_layer(workdir: Path, rows: list[NewRow]) -> Trial:
     """``EventLog.append`` of prebuilt rows, one per call (group commit, backend, SQL)."""
     conn = open_connection(workdir / f"layer-{next(_files)}.db", "normal")
@@ -243,6 +260,65 @@ def executor(workdir: Path, steps: int, batched: bool) -> Trial:
         return _cpu(work, 4 * steps, cast(SqliteBackend, store.backend).conn)
 
 
+Statement = tuple[str, Any]
+
+
+def _traced(workdir: Path, record: Callable[[fe.Run], None]) -> tuple[Path, list[Statement]]:
+    """A store file just after ``start_run``, and every statement (with its bindings) that
+    ``record`` then ran on it: the SQL of those calls with none of our Python around it.
+
+    The statements are traced on a copy; replayed in order on a fresh copy of the file they
+    give the same rows (positions, digests, projection rows) since both start alike."""
+    before = workdir / f"traced-{next(_files)}.db"
+    with fe.Store.open(before) as store:
+        store.start_run("bench/append", run_id="run-1", inputs={"n": 0})
+    traced = workdir / f"tracing-{next(_files)}.db"
+    shutil.copyfile(before, traced)
+    statements: list[Statement] = []
+
+    def keep(_cursor: Any, sql: str, bindings: Any) -> bool:
+        statements.append((sql, bindings))
+        return True
+
+    with fe.Store.open(traced) as store:
+        run = store.resume_run("run-1")
+        conn = cast(SqliteBackend, store.backend).conn
+        conn.set_exec_trace(keep)
+        record(run)
+        conn.set_exec_trace(None)
+    return before, statements
+
+
+def replayed_sql(workdir: Path, traced: tuple[Path, list[Statement]], count: int) -> Trial:
+    """The traced statements run again in order on a fresh copy of the file, by CPU time."""
+    before, statements = traced
+    path = workdir / f"replay-{next(_files)}.db"
+    shutil.copyfile(before, path)
+    conn = open_connection(path, "normal")
+    cur = conn.cursor()
+
+    def work() -> None:
+        for sql, bindings in statements:
+            cur.execute(sql, bindings).fetchall()
+
+    try:
+        return _cpu(work, count, conn)
+    finally:
+        conn.close()
+
+
+def _steps(steps: int, batched: bool) -> Callable[[fe.Run], None]:
+    def record(run: fe.Run) -> None:
+        for i in range(steps):
+            if batched:
+                with run.batch():
+                    append._one_step(run, i)
+            else:
+                append._one_step(run, i)
+
+    return record
+
+
 def _paired_cpu(
     sides: dict[str, Callable[[], Trial]],
     ceiling: Callable[[], Trial],
@@ -280,6 +356,8 @@ def _paired_cpu(
                 note=(
                     f"ratio: ceiling CPU / ours, pair by pair; WAL frames per commit "
                     f"{frames[name]:.2f}, ceiling {frames['ceiling']:.2f}"
+                    if frames[name]
+                    else "ratio: ceiling CPU / ours, pair by pair; no SQL"
                 ),
             )
         )
@@ -289,17 +367,19 @@ def _paired_cpu(
 def run(quick: bool, workdir: Path) -> list[Row]:
     n, repeats = (1_000, 3) if quick else (4_000, 5)
     rows = _rows(n)
+    built = "building the rows alone (redaction, canonical JSON, digests; no SQL)"
     sides: dict[str, Callable[[], Trial]] = {
         "the log's SQL, this schema (no Python of ours)": lambda: log_sql(workdir, rows, "schema"),
         "the same, insert triggers dropped": lambda: log_sql(workdir, rows, "untriggered"),
         "the same, payload in the log row, no insert triggers": lambda: log_sql(workdir, rows, "one-table"),
         "the log layer: EventLog.append of prebuilt rows": lambda: log_layer(workdir, rows),
+        built: lambda: built_rows(n),
         "RunRecorder.log_event, default policy": lambda: log_event(workdir, n),
     }
     log_event_name = "RunRecorder.log_event, default policy, one event per commit"
     sides[log_event_name] = sides.pop("RunRecorder.log_event, default policy")
     out = _paired_cpu(
-        {k if k == log_event_name else f"{k}, one event per commit": v for k, v in sides.items()},
+        {k if k in (log_event_name, built) else f"{k}, one event per commit": v for k, v in sides.items()},
         lambda: ceiling(workdir, n),
         "raw apsw, one INSERT per transaction",
         repeats,
@@ -307,8 +387,15 @@ def run(quick: bool, workdir: Path) -> list[Row]:
     )
     steps = n // 8
     step_rows = _rows(4 * steps)
+    single, batch = _traced(workdir, _steps(steps, False)), _traced(workdir, _steps(steps, True))
     out += _paired_cpu(
         {
+            "executor step's SQL, traced and replayed (no Python of ours), one event per commit": (
+                lambda: replayed_sql(workdir, single, 4 * steps)
+            ),
+            "executor step's SQL, traced and replayed, one run.batch() per step": (
+                lambda: replayed_sql(workdir, batch, 4 * steps)
+            ),
             "executor step (begin, invoke, result, end), one event per commit": lambda: executor(
                 workdir, steps, False
             ),
