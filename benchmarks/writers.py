@@ -16,13 +16,16 @@ log is counted: every acknowledged event must be there, once.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import apsw
 
@@ -68,6 +71,36 @@ _RAW: Final = textwrap.dedent(
         cur.execute("BEGIN IMMEDIATE")
         cur.execute(sql, (f"writer-{who}", i, i, f"begin:0:s/{i}", '{"path":"s/%d"}' % i))
         cur.execute("COMMIT")
+    print(time.monotonic())
+    conn.close()
+    """
+)
+
+#: The statements ``_OURS``'s writer ran (traced beforehand), run again with no Python of
+#: ours: a payload row's id and position are its log row's, which differ when other writers
+#: interleave, so they are taken from the log row the replay just inserted.
+_REPLAY: Final = textwrap.dedent(
+    """
+    import os, pickle, sys, time
+    from forkline_es.log.connection import open_connection
+    from forkline_es.log.schema import SLOTS_PER_EVENT
+    from forkline_es.log.sqlite import _INSERT_PAYLOAD, _INSERT_ROW
+    path, n, barrier, who = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    with open(f"{path}.trace-{who}", "rb") as f:
+        statements = pickle.load(f)
+    conn = open_connection(path, "normal")
+    cur = conn.cursor()
+    open(f"{barrier}.ready-{who}", "w").close()
+    while not os.path.exists(barrier):
+        time.sleep(0.0005)
+    position = 0
+    for sql, b in statements:
+        if sql == _INSERT_PAYLOAD:
+            k = b[0] - b[1] * SLOTS_PER_EVENT
+            b = (position * SLOTS_PER_EVENT + k, position, b[2], b[3])
+        cur.execute(sql, b).fetchall()
+        if sql == _INSERT_ROW:
+            position = conn.last_insert_rowid()
     print(time.monotonic())
     conn.close()
     """
@@ -127,6 +160,52 @@ def _ours(workdir: Path, n: int) -> Trial:
     return Trial(_PROCESSES * n, seconds)
 
 
+def _keep(statements: list[tuple[str, Any]], _cursor: Any, sql: str, bindings: Any) -> bool:
+    statements.append((sql, bindings))
+    return True
+
+
+def _traces(workdir: Path, n: int) -> tuple[Path, list[bytes]]:
+    """A file with every writer's run started, and each writer's ``n`` ``begin_step`` calls
+    as the statements they ran (traced alone on a copy of that file), pickled."""
+    import forkline_es as fe
+    from forkline_es.log.sqlite import SqliteBackend
+
+    start = workdir / f"traced-writers-{next(_files)}.db"
+    with fe.Store.open(start) as store:
+        for who in range(_PROCESSES):
+            store.start_run(workflow="bench/writers", run_id=f"writer-{who}")
+    traces = []
+    for who in range(_PROCESSES):
+        copy = workdir / f"tracing-writers-{next(_files)}.db"
+        shutil.copyfile(start, copy)
+        statements: list[tuple[str, Any]] = []
+        with fe.Store.open(copy) as store:
+            run = store.resume_run(f"writer-{who}")
+            conn = cast(SqliteBackend, store.backend).conn
+            conn.set_exec_trace(functools.partial(_keep, statements))
+            for i in range(n):
+                run.begin_step(f"s/{i}", arguments={"i": i})
+            conn.set_exec_trace(None)
+        traces.append(pickle.dumps(statements))
+    return start, traces
+
+
+def _replayed(workdir: Path, n: int, traced: tuple[Path, list[bytes]]) -> Trial:
+    start, traces = traced
+    path = workdir / f"replay-writers-{next(_files)}.db"
+    shutil.copyfile(start, path)
+    for who, trace in enumerate(traces):
+        Path(f"{path}.trace-{who}").write_bytes(trace)
+    seconds = _trial(_REPLAY, path, n)
+    conn = apsw.Connection(str(path))
+    ((count,),) = conn.execute("SELECT count(*) FROM log").fetchall()
+    conn.close()
+    if count != _PROCESSES * (n + 1):
+        raise AssertionError(f"the replay wrote {count} rows, expected {_PROCESSES * (n + 1)}")
+    return Trial(_PROCESSES * n, seconds)
+
+
 def _raw(workdir: Path, n: int) -> Trial:
     path = workdir / f"raw-writers-{next(_files)}.db"
     conn = apsw.Connection(str(path))
@@ -139,6 +218,7 @@ def _raw(workdir: Path, n: int) -> Trial:
 def run(quick: bool, workdir: Path) -> list[Row]:
     n = 250 if quick else 2_500
     repeats = 1 if quick else 3
+    traced = _traces(workdir, n)
     return [
         paired(
             f"{_PROCESSES} processes x {n:,} events at once (total)",
@@ -147,7 +227,16 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             "raw apsw, same processes",
             repeats,
             note="no event lost or duplicated (checked)",
-        )
+        ),
+        paired(
+            f"the same {_PROCESSES} processes running begin_step's statements alone (traced, "
+            "replayed: no Python of ours)",
+            lambda: _replayed(workdir, n, traced),
+            lambda: _raw(workdir, n),
+            "raw apsw, same processes",
+            repeats,
+            note="the floor of this schema's SQL for these writers",
+        ),
     ]
 
 
