@@ -176,3 +176,13 @@ def test_a_taken_seq_keeps_none_of_the_writes_the_statement_carried(backend: Pos
     assert conn.execute("SELECT count(*) FROM fold_n WHERE run_id = 'taken'").fetchall() == [(0,)]
     assert backend.append([_row("taken", 2)], fold)[0]  # the handle goes on
     assert conn.execute("SELECT k, v FROM fold_t").fetchall() == [("a", 1)]
+
+
+def test_a_carried_write_keeps_its_percent_signs_and_literals(backend: PostgresBackend) -> None:
+    conn = backend.connection()
+    conn.execute("DELETE FROM fold_t")
+    sql = "INSERT INTO fold_t (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = length('a%b ?')"
+    assert carried(sql, [("p", 1)], MAX_PARAMS) is not None
+    backend.append([_row("percent", 1)], lambda cur: cur.execute(sql, ("p", 1)))
+    backend.append([_row("percent", 2)], lambda cur: cur.execute(sql, ("p", 1)))
+    assert conn.execute("SELECT k, v FROM fold_t").fetchall() == [("p", 5)]

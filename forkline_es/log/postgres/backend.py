@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
@@ -165,7 +166,7 @@ class PostgresBackend:
         self.conn = conn
         self._cur = PgCursor(conn.cursor())
         #: The cursor of an appended row's statement (the first row's, when there are several).
-        self._insert = conn.cursor()
+        self._insert = psycopg.RawCursor(conn)
 
     def _live(self) -> None:
         """Replace a connection the server dropped (psycopg marks it ``broken`` when a call
@@ -475,7 +476,7 @@ _LOG_COLUMNS: Final = "run_id, seq, entry, generation, kind, at, key, body, dige
 
 
 @functools.lru_cache(maxsize=1024)
-def _append_sql(values: tuple[int, ...], writes: tuple[str, ...] = ()) -> str:
+def _append_sql(values: tuple[int, ...], writes: tuple[str, ...] = ()) -> bytes:
     """The rows of one append (``values``: each row's number of payload values), their
     payload values and a fold's ``writes`` (``fold.Carried.sql``) as one statement: its rows
     are inserted in order, so the log's trigger gives them rising positions, and each
@@ -483,16 +484,21 @@ def _append_sql(values: tuple[int, ...], writes: tuple[str, ...] = ()) -> str:
     payload CTE reads the positions, so the log rows are all in before any value (the
     value's trigger finds its row); the writes are CTEs that nothing reads, run after the
     rest. A batch is one statement however many rows it has, as psycopg spends client CPU
-    per statement sent. In psycopg's placeholders, prepared (one per shape of append: a
-    few, since executors repeat the same calls)."""
-    row = "(" + ", ".join(["%s"] * 10) + ")"
-    log = f"INSERT INTO log ({_LOG_COLUMNS}) VALUES {', '.join([row] * len(values))} RETURNING position"
+    per statement sent. Prepared (one per shape of append: a few, since executors repeat
+    the same calls), and in the server's own ``$n`` placeholders for a ``RawCursor``:
+    psycopg parses a statement of ``%s`` again at every call once it has more than 50
+    parameters, which a batched step's has. Bytes: psycopg takes them as they are."""
+    numbers = itertools.count(1)
+    rows = ", ".join("(" + ", ".join(f"${next(numbers)}" for _ in range(10)) + ")" for _ in values)
+    log = f"INSERT INTO log ({_LOG_COLUMNS}) VALUES {rows} RETURNING position"
     if not any(values) and not writes:
-        return log
+        return log.encode()
     ctes = [f"l AS ({log})"]
     if any(values):
         slots = ", ".join(
-            f"({i}, {k}, %s, %s)" for i, count in enumerate(values) for k in range(count)
+            f"({i}, {k}, ${next(numbers)}, ${next(numbers)})"
+            for i, count in enumerate(values)
+            for k in range(count)
         )  # i: the row's place in the append, which is its place in position order
         ctes += [
             "n AS (SELECT position, row_number() OVER (ORDER BY position) - 1 AS i FROM l)",
@@ -500,8 +506,13 @@ def _append_sql(values: tuple[int, ...], writes: tuple[str, ...] = ()) -> str:
             f"SELECT n.position * {SLOTS_PER_EVENT} + v.k, n.position, v.slot, v.value "
             f"FROM n JOIN (VALUES {slots}) AS v(i, k, slot, value) ON v.i = n.i)",
         ]
-    ctes += [f"w{i} AS ({sql})" for i, sql in enumerate(writes)]
-    return f"WITH {', '.join(ctes)} SELECT position FROM l ORDER BY position"
+    for i, sql in enumerate(writes):  # psycopg's %s and %% in the server's words
+        numbered = _PYFORMAT.sub(lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
+        ctes.append(f"w{i} AS ({numbered})")
+    return f"WITH {', '.join(ctes)} SELECT position FROM l ORDER BY position".encode()
+
+
+_PYFORMAT: Final = re.compile("%%|%s")
 
 
 def _append(rows: Sequence[NewRow]) -> tuple[tuple[int, ...], list[Any]]:
@@ -516,7 +527,7 @@ def _append(rows: Sequence[NewRow]) -> tuple[tuple[int, ...], list[Any]]:
     return tuple(len(r.payloads) for r in rows), params
 
 
-def _with_writes(shape: tuple[int, ...], params: list[Any], writes: list[Carried]) -> tuple[str, list[Any]]:
+def _with_writes(shape: tuple[int, ...], params: list[Any], writes: list[Carried]) -> tuple[bytes, list[Any]]:
     """The append's statement and parameters with the fold's kept ``writes``."""
     if not writes:
         return _append_sql(shape), params
