@@ -22,6 +22,7 @@ parameters than a statement takes.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -54,10 +55,28 @@ class Carried:
     params: tuple[Any, ...]
 
 
+class _Shape:
+    """A carried insert's parts, worked out once per statement text (``_shape``)."""
+
+    __slots__ = ("head", "key", "rest", "row", "table", "texts", "width")
+
+    def __init__(self, table: str, head: str, row: str, rest: str, key: tuple[int, ...] | None) -> None:
+        self.table, self.head, self.row, self.rest, self.key = table, head, row, rest, key
+        self.width = row.count("%s")
+        #: The statement's text for n rows, by n.
+        self.texts: dict[int, str] = {}
+
+    def text(self, rows: int) -> str:
+        text = self.texts.get(rows)
+        if text is None:
+            text = self.texts[rows] = self.head + ", ".join([self.row] * rows) + self.rest
+        return text
+
+
 @functools.lru_cache(maxsize=512)
-def _shape(sql: str) -> tuple[str, str, str, tuple[int, ...] | None] | None:
-    """``sql``'s table, its text before and after the row, and the places of its conflict
-    key among the columns (None: no key to check); None when the append cannot carry it."""
+def _shape(sql: str) -> _Shape | None:
+    """``sql``'s parts, and the places of its conflict key among its columns (None: no key
+    to check); None when the append cannot carry it."""
     query, numbered = pg_sql(sql)
     m = _INSERT.match(query)
     if numbered or m is None or _NOT_CARRIED.search(m[4]):
@@ -72,7 +91,7 @@ def _shape(sql: str) -> tuple[str, str, str, tuple[int, ...] | None] | None:
         if not set(names) <= set(columns):
             return None
         key = tuple(columns.index(n) for n in names)
-    return table, f"INSERT INTO {table} ({m[2]}) VALUES ", f"{row}\x00{rest}", key
+    return _Shape(table, f"INSERT INTO {table} ({m[2]}) VALUES ", row, rest, key)
 
 
 def carried(sql: str, rows: Sequence[Sequence[Any]], room: int) -> Carried | None:
@@ -81,19 +100,15 @@ def carried(sql: str, rows: Sequence[Sequence[Any]], room: int) -> Carried | Non
     shape = _shape(sql)
     if shape is None or not rows:
         return None
-    table, head, tail, key = shape
-    row, rest = tail.split("\x00")
-    width = row.count("%s")
-    if any(len(r) != width for r in rows) or width * len(rows) > room:
+    width, count = shape.width, len(rows)
+    if width * count > room or any(len(r) != width for r in rows):
         return None
-    if key is not None and len(rows) > 1 and len({tuple(r[i] for i in key) for r in rows}) < len(rows):
+    if count == 1:
+        return Carried(shape.table, shape.text(1), 1, tuple(rows[0]))
+    key = shape.key
+    if key is not None and len({tuple(r[i] for i in key) for r in rows}) < count:
         return None
-    return Carried(table, _rows_sql(head, row, rest, len(rows)), len(rows), tuple(v for r in rows for v in r))
-
-
-@functools.lru_cache(maxsize=512)
-def _rows_sql(head: str, row: str, rest: str, count: int) -> str:
-    return head + ", ".join([row] * count) + rest
+    return Carried(shape.table, shape.text(count), count, tuple(itertools.chain.from_iterable(rows)))
 
 
 class _Kept:
