@@ -16,7 +16,7 @@ from forkline_es.log.backend import Cursor
 from forkline_es.log.events import StepBegun, encode_body, kind_of
 from forkline_es.log.postgres.backend import PostgresBackend
 from forkline_es.log.postgres.cursor import MAX_PARAMS
-from forkline_es.log.postgres.fold import carried
+from forkline_es.log.postgres.fold import FoldCursor, carried
 from forkline_es.log.rows import NewRow, row_digest
 from forkline_es.testing.postgres import PostgresServer
 
@@ -186,3 +186,18 @@ def test_a_carried_write_keeps_its_percent_signs_and_literals(backend: PostgresB
     backend.append([_row("percent", 1)], lambda cur: cur.execute(sql, ("p", 1)))
     backend.append([_row("percent", 2)], lambda cur: cur.execute(sql, ("p", 1)))
     assert conn.execute("SELECT k, v FROM fold_t").fetchall() == [("p", 5)]
+
+
+def test_an_executemany_of_no_rows_sends_nothing_and_opens_nothing(backend: PostgresBackend) -> None:
+    opened: list[bool] = []
+
+    def fold(cur: Cursor) -> None:
+        cur.executemany("DELETE FROM fold_t WHERE k = ?", [])  # nothing to delete: nothing sent
+        cur.execute(_UPSERT, ("e", 1))
+        fold_cursor = backend.cursor()  # the fold's own, while it runs
+        assert isinstance(fold_cursor, FoldCursor)
+        opened.append(fold_cursor.opened)
+
+    backend.append([_row("empty")], fold)
+    assert opened == [False]
+    assert backend.connection().execute("SELECT v FROM fold_t WHERE k = 'e'").fetchall() == [(1,)]

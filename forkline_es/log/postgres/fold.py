@@ -170,6 +170,6 @@ class FoldCursor:
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> Any:
         rows = [tuple(p) for p in params]
-        if self._pipelined is None and self._keep(sql, rows):
-            return _KEPT
+        if self._pipelined is None and (not rows or self._keep(sql, rows)):
+            return _KEPT  # no rows: nothing to send
         return self._transaction().executemany(sql, rows)
