@@ -108,6 +108,27 @@ def _batched(run: fe.Run, i: int) -> None:
         _step(run, i)
 
 
+def test_a_fold_that_reads_opens_the_transaction_where_it_reads(pg_dsn: str, tmp_path: Path) -> None:
+    """The write before the read rides in the rows' statement; the read and what follows it
+    go to the pipeline: BEGIN, the statement, the read (a sync), the write, COMMIT (a sync)."""
+    with fe.Store.open(pg_dsn) as store:
+        backend = store.log.backend
+        assert isinstance(backend, PostgresBackend)
+        backend.connection().execute("CREATE TABLE note (run_id text, n bigint)")
+
+        def fold(cur: Cursor) -> list[Any]:
+            cur.execute("INSERT INTO note (run_id, n) VALUES (?, ?)", ("r", 1))
+            seen = cur.execute("SELECT count(*) FROM note").fetchall()
+            cur.execute("INSERT INTO note (run_id, n) VALUES (?, ?)", ("r", 2))
+            return seen
+
+        with _wire(store, tmp_path) as sent:
+            _, seen = backend.append([_row("r", 1, None, (("arguments", b'{"t":"int","v":1}'),))], fold)
+        assert seen == [(1,)]
+        assert (_round_trips(sent), sent["Execute"]) == (2, 5)
+        assert backend.connection().execute("SELECT n FROM note ORDER BY n").fetchall() == [(1,), (2,)]
+
+
 def test_a_conflict_in_the_pipeline_is_fe_conflict_and_keeps_nothing(pg_dsn: str) -> None:
     with fe.Store.open(pg_dsn) as store:
         run = store.start_run("wf", run_id="r")
