@@ -475,7 +475,7 @@ class PostgresBackend:
 _LOG_COLUMNS: Final = "run_id, seq, entry, generation, kind, at, key, body, digest, prev"
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _append_sql(values: tuple[int, ...], writes: tuple[str, ...] = ()) -> bytes:
     """The rows of one append (``values``: each row's number of payload values), their
     payload values and a fold's ``writes`` (``fold.Carried.sql``) as one statement: its rows

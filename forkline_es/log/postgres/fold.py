@@ -41,6 +41,9 @@ _INSERT: Final = re.compile(
 _TARGET: Final = re.compile(r" ON CONFLICT \(([\w, ]+)\) DO ")
 #: Words that make the rest more than a conflict clause over the row's own values.
 _NOT_CARRIED: Final = re.compile(r"%s|\bSELECT\b|\bRETURNING\b|;", re.IGNORECASE)
+#: A write's text is kept for this many rows at most: an executor's batches are small, and
+#: a text per count of a large one would only grow.
+_CACHED_ROWS: Final = 64
 #: The tables the append's own CTEs write: a fold writing them is not carried.
 _APPEND_TABLES: Final = frozenset({"log", "payload"})
 
@@ -69,7 +72,9 @@ class _Shape:
     def text(self, rows: int) -> str:
         text = self.texts.get(rows)
         if text is None:
-            text = self.texts[rows] = self.head + ", ".join([self.row] * rows) + self.rest
+            text = self.head + ", ".join([self.row] * rows) + self.rest
+            if rows <= _CACHED_ROWS:
+                self.texts[rows] = text
         return text
 
 
