@@ -22,6 +22,8 @@ from forkline_es.log.backend import Cursor
 from forkline_es.log.events import StepBegun, encode_body, kind_of
 from forkline_es.log.postgres.backend import PostgresBackend
 from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.recording import checkpoint
+from forkline_es.recording.state import RunState
 
 
 @contextmanager
@@ -106,6 +108,23 @@ def test_a_folded_append_is_one_round_trip_however_many_rows_and_projection_rows
 def _batched(run: fe.Run, i: int) -> None:
     with run.batch():
         _step(run, i)
+
+
+def test_a_batched_step_that_writes_a_run_checkpoint_is_still_one_statement(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpoint, "EVERY", 4)  # every batched step's append carries one
+    with fe.Store.open(pg_dsn) as store:
+        run = store.start_run("wf", run_id="r")
+        _batched(run, 0)
+        with _wire(store, tmp_path) as sent:
+            for i in range(1, 4):
+                _batched(run, i)
+        assert (_round_trips(sent), sent["Execute"]) == (3, 3)
+        # the append of rows 14 to 17 carries the state after row 16, the last multiple of 4
+        assert store.conn.execute("SELECT seq FROM run_checkpoint").fetchall() == [(16,)]
+        with store.log.snapshot() as cur:  # the carried checkpoint stands for the log
+            assert checkpoint.load(cur, "r", RunState(run_id="r"))
 
 
 def test_a_fold_that_reads_opens_the_transaction_where_it_reads(pg_dsn: str, tmp_path: Path) -> None:
