@@ -22,6 +22,8 @@ from forkline_es.log.backend import Cursor
 from forkline_es.log.events import StepBegun, encode_body, kind_of
 from forkline_es.log.postgres.backend import PostgresBackend
 from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.recording import checkpoint
+from forkline_es.recording.state import RunState
 
 
 @contextmanager
@@ -92,12 +94,10 @@ def test_a_folded_append_is_one_round_trip_however_many_rows_and_projection_rows
         with _wire(store, tmp_path) as sent:
             for i in range(1, 4):
                 record(run, i)
-        # BEGIN, the rows, the projection rows and COMMIT sent together: one sync per
-        # append, and every statement counted once (an append's log and payload rows in one).
-        assert _round_trips(sent) == 3 * events, name
-        assert sent["Execute"] >= 3 * 4 * events  # BEGIN, the rows, a projection write, COMMIT
-        if events == 1:  # a batched step: BEGIN, its four rows, its entry rows, its step view, COMMIT
-            assert sent["Execute"] == 3 * 5, name
+        # The rows, their payload values and the projection rows in one statement, in
+        # autocommit (no BEGIN, no COMMIT): one round trip and one statement per append,
+        # a batched step's four rows, its entry rows and its step view included.
+        assert (_round_trips(sent), sent["Execute"]) == (3 * events, 3 * events), name
         steps = store.get_run_record("r")["steps"]
         assert {path: s["outcome"] for path, s in steps.items()} == {
             f"step/{i}": "succeeded" for i in range(4)
@@ -108,6 +108,44 @@ def test_a_folded_append_is_one_round_trip_however_many_rows_and_projection_rows
 def _batched(run: fe.Run, i: int) -> None:
     with run.batch():
         _step(run, i)
+
+
+def test_a_batched_step_that_writes_a_run_checkpoint_is_still_one_statement(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpoint, "EVERY", 4)  # every batched step's append carries one
+    with fe.Store.open(pg_dsn) as store:
+        run = store.start_run("wf", run_id="r")
+        _batched(run, 0)
+        with _wire(store, tmp_path) as sent:
+            for i in range(1, 4):
+                _batched(run, i)
+        assert (_round_trips(sent), sent["Execute"]) == (3, 3)
+        # the append of rows 14 to 17 carries the state after row 16, the last multiple of 4
+        assert store.conn.execute("SELECT seq FROM run_checkpoint").fetchall() == [(16,)]
+        with store.log.snapshot() as cur:  # the carried checkpoint stands for the log
+            assert checkpoint.load(cur, "r", RunState(run_id="r"))
+
+
+def test_a_fold_that_reads_opens_the_transaction_where_it_reads(pg_dsn: str, tmp_path: Path) -> None:
+    """The write before the read rides in the rows' statement; the read and what follows it
+    go to the pipeline: BEGIN, the statement, the read (a sync), the write, COMMIT (a sync)."""
+    with fe.Store.open(pg_dsn) as store:
+        backend = store.log.backend
+        assert isinstance(backend, PostgresBackend)
+        backend.connection().execute("CREATE TABLE note (run_id text, n bigint)")
+
+        def fold(cur: Cursor) -> list[Any]:
+            cur.execute("INSERT INTO note (run_id, n) VALUES (?, ?)", ("r", 1))
+            seen = cur.execute("SELECT count(*) FROM note").fetchall()
+            cur.execute("INSERT INTO note (run_id, n) VALUES (?, ?)", ("r", 2))
+            return seen
+
+        with _wire(store, tmp_path) as sent:
+            _, seen = backend.append([_row("r", 1, None, (("arguments", b'{"t":"int","v":1}'),))], fold)
+        assert seen == [(1,)]
+        assert (_round_trips(sent), sent["Execute"]) == (2, 5)
+        assert backend.connection().execute("SELECT n FROM note ORDER BY n").fetchall() == [(1,), (2,)]
 
 
 def test_a_conflict_in_the_pipeline_is_fe_conflict_and_keeps_nothing(pg_dsn: str) -> None:

@@ -28,13 +28,13 @@ from typing import Any, Final
 
 import psycopg
 
-__all__ = ["PgCursor", "pg_sql"]
+__all__ = ["MAX_PARAMS", "PgCursor", "pg_sql"]
 
 _QUOTES: Final = ("'", '"')
 #: A plain insert of one row of ``?`` placeholders: several rows of it make one statement.
 _VALUES: Final = re.compile(r"INSERT INTO \w+ \([\w, ]+\) VALUES (\((?:\?, )*\?\))\Z")
 #: PostgreSQL takes at most 65,535 parameters a statement.
-_MAX_PARAMS: Final = 65_535
+MAX_PARAMS: Final = 65_535
 
 
 @functools.lru_cache(maxsize=2048)
@@ -147,7 +147,7 @@ class PgCursor:
         if values is not None:
             rows = [tuple(p) for p in params]
             width = values[1].count("?")
-            step = max(1, _MAX_PARAMS // width)
+            step = max(1, MAX_PARAMS // width)
             for start in range(0, len(rows), step):
                 chunk = rows[start : start + step]
                 query, _ = pg_sql(f"{sql}{(', ' + values[1]) * (len(chunk) - 1)}")
