@@ -106,6 +106,12 @@ class Dialect(Protocol):
         this connection then reads instead (the read-only store's private fold)."""
         ...
 
+    def drop_derived(self, cur: Cursor, tables: Sequence[str]) -> None:
+        """Drop the projection ``tables`` (views over them go too) in ``cur``'s transaction,
+        which then refolds them from the log: a rebuild. They hold references, digests and
+        what the log's bodies say, never a payload value."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TriggerDifference:

@@ -415,8 +415,7 @@ class Projections:
         if fence.others(cur, versions.key_of(self.versions)):
             versions.refuse_others(stored, self.versions)
         dialect = self.log.dialect
-        for table in self.tables:
-            cur.execute(dialect.ddl(f"DROP TABLE IF EXISTS {table};"))  # views over it go too
+        dialect.drop_derived(cur, self.tables)
         cur.execute(dialect.ddl(DDL))
         for p in self.extra:
             cur.execute(dialect.ddl(p.ddl))

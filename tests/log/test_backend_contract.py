@@ -299,3 +299,31 @@ def test_a_scratch_copy_is_one_writable_snapshot_apart_from_the_live_store(
         assert _count(copy, "projector") == 1
     assert [r.run_id for r in EventLog(backend).read_from(0)] == ["r", "r", "s"]
     assert _count(backend, "projector") == 0
+
+
+# -- dropping derived tables (a rebuild) -------------------------------------------------------
+
+
+def _tables(backend: Backend) -> set[str]:
+    probe = "SELECT name FROM sqlite_schema WHERE type = 'table'"
+    if backend.dialect.name == "postgresql":
+        probe = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    with backend.snapshot() as cur:
+        return {str(name) for (name,) in cur.execute(probe).fetchall()}
+
+
+def test_drop_derived_drops_in_the_transaction_and_a_failure_keeps_every_table(
+    open_backend_handle: BackendOpener,
+) -> None:
+    backend = open_backend_handle()
+    with backend.transaction("make") as cur:
+        for name in ("derived_a", "derived_b"):
+            cur.execute(f"CREATE TABLE {name} (k INTEGER PRIMARY KEY, v TEXT)")
+            cur.execute(f"INSERT INTO {name} (k, v) VALUES (1, 'x')")
+    with pytest.raises(ForklineError), backend.transaction("drop") as cur:
+        backend.dialect.drop_derived(cur, ["derived_a", "derived_b"])
+        cur.execute("SELECT no_such_column FROM log")  # the rebuild fails after its drops
+    assert {"derived_a", "derived_b"} <= _tables(backend)
+    with backend.transaction("drop") as cur:
+        backend.dialect.drop_derived(cur, ["derived_a", "derived_b", "never_made"])
+    assert not {"derived_a", "derived_b"} & _tables(backend)

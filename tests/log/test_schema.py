@@ -16,6 +16,7 @@ import pytest
 import forkline_es as fe
 from forkline_es.log.connection import Durability, checkpoint_frames, open_connection
 from forkline_es.log.schema import APPLICATION_ID, SCHEMA_VERSION
+from forkline_es.log.sqlite import SQLITE
 
 
 def _pragma(path: Path, name: str) -> int:
@@ -285,3 +286,19 @@ def test_switching_to_wal_waits_for_another_process_holding_the_write_lock(tmp_p
             assert store.conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
     finally:
         assert holder.wait(timeout=30) == 0
+
+
+def test_dropping_derived_tables_turns_secure_delete_back_on_even_when_a_drop_fails(db_path: Path) -> None:
+    """A rebuild drops the projection tables without zeroing their pages (they hold no payload
+    value); every other delete of the connection must still zero what it deletes."""
+    conn = open_connection(db_path)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE derived (k INTEGER PRIMARY KEY)")
+    cur.execute("BEGIN IMMEDIATE")
+    SQLITE.drop_derived(cur, ["derived"])
+    assert cur.execute("PRAGMA secure_delete").fetchall() == [(1,)]
+    with pytest.raises(apsw.SQLError):
+        SQLITE.drop_derived(cur, ["derived", "not a name"])
+    assert cur.execute("PRAGMA secure_delete").fetchall() == [(1,)]
+    cur.execute("ROLLBACK")
+    conn.close()

@@ -60,7 +60,6 @@ class PostgresDialect:
 
     _JSON_PATH: Final = re.compile(r"json_extract\(([\w.]+), '\$\.([\w.]+)'\)")
     _TYPELESS: Final = re.compile(r"^(\s*value\s+)NOT NULL", re.MULTILINE)
-    _DROP_TABLE: Final = re.compile(r"(\bDROP TABLE IF EXISTS \w+);")
     _TEMP: Final = re.compile(r"\bCREATE\s+(TABLE|VIEW)\s+", re.IGNORECASE)
 
     # the tables of the schema the store uses, each with its indexes and TOAST
@@ -87,10 +86,8 @@ class PostgresDialect:
     def ddl(self, template: str) -> str:
         """SQLite's DDL words in PostgreSQL's: no ``WITHOUT ROWID``, 64-bit integers, text in
         code-point order (``COLLATE "C"``), an untyped ``value`` numeric, ``json_extract`` as
-        ``#>>``, no unary ``+`` (SQLite's hint not to use an index), and a dropped table
-        taking the views over it along (SQLite leaves them; the projectors recreate them)."""
+        ``#>>`` and no unary ``+`` (SQLite's hint not to use an index)."""
         sql = template.replace(") WITHOUT ROWID;", ");")
-        sql = self._DROP_TABLE.sub(r"\1 CASCADE;", sql)
         sql = re.sub(r"\bINTEGER\b", "bigint", sql)
         sql = re.sub(r"\bTEXT\b", 'text COLLATE "C"', sql)
         sql = self._TYPELESS.sub(r"\1numeric NOT NULL", sql)
@@ -99,6 +96,12 @@ class PostgresDialect:
 
     def temp_ddl(self, ddl: str) -> str:
         return self._TEMP.sub(lambda m: f"CREATE TEMP {m[1]} ", ddl)
+
+    def drop_derived(self, cur: Cursor, tables: Sequence[str]) -> None:
+        """``CASCADE``: the views over them go too (SQLite leaves those; the projectors
+        recreate them)."""
+        for table in tables:
+            cur.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
 
 
 POSTGRES: Final = PostgresDialect()
