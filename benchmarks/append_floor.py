@@ -248,16 +248,8 @@ def executor(workdir: Path, steps: int, batched: bool) -> Trial:
     """``append.executor``'s step (begin, invoke, result, end; small payloads) by CPU time."""
     with fe.Store.open(workdir / f"store-{next(_files)}.db") as store:
         run = store.start_run("bench/append", inputs={"n": steps})
-
-        def work() -> None:
-            for i in range(steps):
-                if batched:
-                    with run.batch():
-                        append._one_step(run, i)
-                else:
-                    append._one_step(run, i)
-
-        return _cpu(work, 4 * steps, cast(SqliteBackend, store.backend).conn)
+        record = _steps(steps, batched)
+        return _cpu(lambda: record(run), 4 * steps, cast(SqliteBackend, store.backend).conn)
 
 
 Statement = tuple[str, Any]
@@ -308,6 +300,8 @@ def replayed_sql(workdir: Path, traced: tuple[Path, list[Statement]], count: int
 
 
 def _steps(steps: int, batched: bool) -> Callable[[fe.Run], None]:
+    """``steps`` executor steps on a run, one commit an event or one ``run.batch()`` a step."""
+
     def record(run: fe.Run) -> None:
         for i in range(steps):
             if batched:
