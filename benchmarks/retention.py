@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+import apsw
 
 import forkline_es as fe
 from benchmarks._harness import Row, Timer
@@ -96,6 +98,39 @@ def measure(workdir: Path, runs: int) -> dict[str, Any]:
     }
 
 
+_BLOB: Final = "x" * 20_000
+
+
+def long_run_memory(workdir: Path, steps: int) -> Row:
+    """SQLite's memory high water while one long run is evicted (``apsw.memory_high_water``),
+    against the run's payload values: with ``secure_delete`` on, a DELETE keeps the original
+    of every page it changes in its statement journal, in memory, until it ends, so the
+    eviction deletes a chunk of rows a statement (``retention.apply.EVICT_CHUNK``)."""
+    with fe.Store.open(workdir / "long-run.db") as store:
+        run = store.start_run("bench/long")
+        for i in range(steps):
+            with run.batch():
+                run.begin_step(f"s/{i}", arguments={"a": _BLOB + str(i)})
+                run.end_step(f"s/{i}", "succeeded")
+        run.conclude("succeeded")
+        values = store.conn.execute("SELECT sum(length(value)) FROM payload").fetchall()[0][0]
+        apsw.memory_high_water(True)
+        store.evict_run(run.id, reason="benchmark")
+        high = apsw.memory_high_water(True)
+        cache = -int(store.conn.execute("PRAGMA cache_size").fetchall()[0][0]) * 1024
+    mb = 1024 * 1024
+    return Row(
+        workload=f"evict one run of {steps:,} steps with 20 KB arguments: SQLite memory high water",
+        ours=high / mb,
+        theirs=values / mb,
+        peer="the run's payload values",
+        unit="MB",
+        spread=0.0,
+        ratio=high / values,
+        note=f"the page cache alone may hold {cache / mb:.0f} MB",
+    )
+
+
 def run(quick: bool, workdir: Path) -> list[Row]:
     runs = 1_000 if quick else 10_000
     m = measure(workdir, runs)
@@ -114,7 +149,8 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             unit="runs/s",
             spread=0.0,
             note=note,
-        )
+        ),
+        long_run_memory(workdir, 1_000 if quick else 5_000),
     ]
 
 

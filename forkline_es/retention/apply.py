@@ -258,6 +258,37 @@ def remove_payloads(
 
 
 _run_tables: dict[tuple[str, ...], tuple[str, ...]] = {}
+#: Each derived table's primary key columns (the same on every backend's schema).
+_keys: dict[str, tuple[str, ...]] = {}
+
+
+#: The rows an eviction deletes in one statement at most. Every connection deletes with
+#: ``secure_delete`` on, so each page a DELETE changes is rewritten, and SQLite keeps each such
+#: page's original in the statement journal (in memory: ``temp_store = MEMORY`` keeps deleted
+#: values off temporary files) until the statement ends: one DELETE of a run's 100 MB of
+#: payload values held 100 MB of memory. A chunk holds the pages of its rows: 10 MB over the
+#: page cache for 256 values of 20 KB (measured), at worst 256 of the largest payload allowed.
+EVICT_CHUNK: Final = 256
+
+
+def _delete(cur: Cursor, table: str, key: tuple[str, ...], select: str, run_id: str, where: str) -> int:
+    """Delete the run's rows of ``table`` in the caller's transaction; how many.
+
+    Without a ``key`` (a run of at most ``EVICT_CHUNK`` events), one statement deletes
+    the rows ``where`` (one ``?``: the run id) finds: a chunk's ``IN`` and ``LIMIT`` cost
+    5-14% of evicting 3,000 runs of 100 events, paired. With one, ``EVICT_CHUNK`` rows go a
+    statement: those whose ``key`` ``select`` (one ``?``: the run id) gives.
+    """
+    if not key:
+        return len(cur.execute(f"DELETE FROM {table} WHERE {where} RETURNING 1", (run_id,)).fetchall())
+    columns = ", ".join(key)
+    delete = f"DELETE FROM {table} WHERE ({columns}) IN ({select} LIMIT {EVICT_CHUNK}) RETURNING 1"
+    total = 0
+    while True:
+        deleted = len(cur.execute(delete, (run_id,)).fetchall())
+        total += deleted
+        if deleted < EVICT_CHUNK:
+            return total
 
 
 def _projection_tables(store: Host, cur: Cursor) -> tuple[str, ...]:
@@ -322,7 +353,9 @@ def evict_run(
     try:
         with store.log.transaction("evict run") as cur:
             workflow = _check_evictable(store, cur, run_id, force)
-            last = cur.execute("SELECT max(position) FROM log WHERE run_id = ?", (run_id,)).fetchall()[0][0]
+            last, length = cur.execute(
+                "SELECT max(position), max(seq) FROM log WHERE run_id = ?", (run_id,)
+            ).fetchall()[0]
             if last is None:
                 # Read retained a moment ago, its rows gone now: on PostgreSQL (READ COMMITTED)
                 # another process's eviction committed in between. The run is evicted, as asked.
@@ -334,19 +367,29 @@ def evict_run(
                 "INSERT INTO eviction (run_id, position, at, reason, policy) VALUES (?, ?, ?, ?, ?)",
                 (run_id, last, utc_now(), reason, policy),
             )
-            payloads = len(
-                cur.execute(
-                    "DELETE FROM payload WHERE id IN (SELECT p.id FROM log AS l "
-                    f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?) RETURNING id",
-                    (run_id,),
-                ).fetchall()
+            long = length > EVICT_CHUNK  # else one plain statement a table: as fast as it gets
+            values = (
+                f"SELECT p.id FROM log AS l JOIN payload AS p ON p.id {payload_ids('l.position')} "
+                "WHERE l.run_id = ?"
             )
-            events = len(cur.execute("DELETE FROM log WHERE run_id = ? RETURNING seq", (run_id,)).fetchall())
+            payloads = _delete(cur, "payload", ("id",) if long else (), values, run_id, f"id IN ({values})")
+            own = "SELECT position FROM log WHERE run_id = ?"
+            events = _delete(cur, "log", ("position",) if long else (), own, run_id, "run_id = ?")
             # derived: they go with the run
-            for table in ("run_checkpoint", "run_checkpoint_piece", "record_text"):
-                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-            for table in _projection_tables(store, cur):
-                cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            for table in (
+                "run_checkpoint",
+                "run_checkpoint_piece",
+                "record_text",
+                *_projection_tables(store, cur),
+            ):
+                if not long:
+                    cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+                    continue
+                key = _keys.get(table)
+                if key is None:
+                    key = _keys[table] = store.backend.primary_key(cur, table)
+                select = f"SELECT {', '.join(key)} FROM {table} WHERE run_id = ?"
+                _delete(cur, table, key, select, run_id, "run_id = ?")
     finally:
         store.projections.forget(run_id)
     _log.info("run_evicted", run_id=run_id, reason=reason, policy=policy, events=events, forced=force)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import forkline_es as fe
+from forkline_es.retention.apply import EVICT_CHUNK
 from forkline_es.values._time import parse_instant
 
 
@@ -83,3 +84,42 @@ def test_a_dry_run_lists_only_runs_that_would_lose_values(mem_store: fe.Store) -
     policy = fe.RetentionPolicy(drop_payloads_after="0s", payload_classes=["results"])
     assert mem_store.apply_retention(policy, now=later(), dry_run=True).reduced == []
     assert mem_store.apply_retention(policy, now=later()).reduced == []
+
+
+def test_a_run_longer_than_an_eviction_chunk_goes_whole_and_others_stay(mem_store: fe.Store) -> None:
+    """An eviction deletes a chunk of rows a statement (``EVICT_CHUNK``, so that SQLite's
+    statement journal holds a chunk's pages, not the run's): every table of a run several
+    chunks long is emptied of it, the counts are exact, and a run beside it keeps every row."""
+    steps = EVICT_CHUNK // 2 + 7  # each step: 4 log rows, 2 payload values, 2 entries
+    runs = []
+    for name in ("evicted", "kept"):
+        run = mem_store.start_run(name, inputs={"n": steps})
+        for i in range(steps):
+            with run.batch():
+                run.begin_step(f"s/{i}", arguments={"i": i})
+                run.invoke(f"s/{i}", 1, "op", "sha256:" + "ab" * 32, "not-dispatched")
+                run.result(f"s/{i}", 1, "succeeded", result={"i": i})
+                run.end_step(f"s/{i}", "succeeded")
+        run.conclude("succeeded")
+        runs.append(run.id)
+    evicted, kept = runs
+    cur = mem_store.backend.cursor()
+
+    def rows(table: str, run_id: str) -> int:
+        return int(cur.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", (run_id,)).fetchall()[0][0])
+
+    def values(run_id: str) -> int:
+        join = "SELECT count(*) FROM payload AS p JOIN log AS l ON l.position = p.position WHERE l.run_id = ?"
+        return int(cur.execute(join, (run_id,)).fetchall()[0][0])
+
+    tables = ("log", "entry", "step_view", "run_summary")
+    before = {t: rows(t, kept) for t in tables}, values(kept)
+    events, payloads = rows("log", evicted), values(evicted)
+    assert events > 2 * EVICT_CHUNK and payloads > EVICT_CHUNK and rows("entry", evicted) > EVICT_CHUNK
+    report = mem_store.evict_run(evicted, reason="test")
+    assert (report.events, report.payloads) == (events, payloads)
+    assert {t: rows(t, evicted) for t in tables} == dict.fromkeys(tables, 0) and values(evicted) == 0
+    assert ({t: rows(t, kept) for t in tables}, values(kept)) == before
+    with pytest.raises(fe.RunNotRetained):
+        mem_store.get_run_record(evicted)
+    assert mem_store.get_run_record(kept)["run"]["status"] == "succeeded"
