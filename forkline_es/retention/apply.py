@@ -271,18 +271,19 @@ _keys: dict[str, tuple[str, ...]] = {}
 EVICT_CHUNK: Final = 256
 
 
-def _delete(cur: Cursor, table: str, key: tuple[str, ...], select: str, run_id: str, where: str) -> int:
-    """Delete the run's rows of ``table`` in the caller's transaction; how many.
-
-    Without a ``key`` (a run of at most ``EVICT_CHUNK`` events), one statement deletes
-    the rows ``where`` (one ``?``: the run id) finds: a chunk's ``IN`` and ``LIMIT`` cost
-    5-14% of evicting 3,000 runs of 100 events, paired. With one, ``EVICT_CHUNK`` rows go a
-    statement: those whose ``key`` ``select`` (one ``?``: the run id) gives.
-    """
+def _delete(
+    cur: Cursor, table: str, where: str, run_id: str, key: tuple[str, ...] = (), select: str | None = None
+) -> int:
+    """Delete ``table``'s rows that ``where`` (one ``?``: the run id) finds, in the caller's
+    transaction; how many. Given its ``key``, ``EVICT_CHUNK`` rows a statement, chosen by
+    ``select`` (the keys, one ``?``) when a join finds them faster than ``where``: a short
+    run takes one plain statement (a chunk's ``IN`` and ``LIMIT`` cost 5-14% of evicting
+    3,000 runs of 100 events, paired)."""
     if not key:
         return len(cur.execute(f"DELETE FROM {table} WHERE {where} RETURNING 1", (run_id,)).fetchall())
     columns = ", ".join(key)
-    delete = f"DELETE FROM {table} WHERE ({columns}) IN ({select} LIMIT {EVICT_CHUNK}) RETURNING 1"
+    chunk = f"{select or f'SELECT {columns} FROM {table} WHERE {where}'} LIMIT {EVICT_CHUNK}"
+    delete = f"DELETE FROM {table} WHERE ({columns}) IN ({chunk}) RETURNING 1"
     total = 0
     while True:
         deleted = len(cur.execute(delete, (run_id,)).fetchall())
@@ -367,14 +368,13 @@ def evict_run(
                 "INSERT INTO eviction (run_id, position, at, reason, policy) VALUES (?, ?, ?, ?, ?)",
                 (run_id, last, utc_now(), reason, policy),
             )
-            long = length > EVICT_CHUNK  # else one plain statement a table: as fast as it gets
+            long = length > EVICT_CHUNK  # a short run: one plain statement a table
             values = (
                 f"SELECT p.id FROM log AS l JOIN payload AS p ON p.id {payload_ids('l.position')} "
                 "WHERE l.run_id = ?"
             )
-            payloads = _delete(cur, "payload", ("id",) if long else (), values, run_id, f"id IN ({values})")
-            own = "SELECT position FROM log WHERE run_id = ?"
-            events = _delete(cur, "log", ("position",) if long else (), own, run_id, "run_id = ?")
+            payloads = _delete(cur, "payload", f"id IN ({values})", run_id, ("id",) if long else (), values)
+            events = _delete(cur, "log", "run_id = ?", run_id, ("position",) if long else ())
             # derived: they go with the run
             for table in (
                 "run_checkpoint",
@@ -382,14 +382,13 @@ def evict_run(
                 "record_text",
                 *_projection_tables(store, cur),
             ):
-                if not long:
+                if not long:  # no count needed: no RETURNING
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
                     continue
                 key = _keys.get(table)
                 if key is None:
                     key = _keys[table] = store.backend.primary_key(cur, table)
-                select = f"SELECT {', '.join(key)} FROM {table} WHERE run_id = ?"
-                _delete(cur, table, key, select, run_id, "run_id = ?")
+                _delete(cur, table, "run_id = ?", run_id, key)
     finally:
         store.projections.forget(run_id)
     _log.info("run_evicted", run_id=run_id, reason=reason, policy=policy, events=events, forced=force)

@@ -22,6 +22,7 @@ import pytest
 import forkline_es as fe
 from forkline_es.log.events import Observed, encode_body, kind_of
 from forkline_es.log.rows import NewRow, row_digest
+from forkline_es.retention.apply import EVICT_CHUNK
 
 LATER = datetime.now(UTC) + timedelta(days=1)
 _EVICT = (
@@ -222,3 +223,63 @@ def test_rows_left_of_a_purged_eviction_are_never_inherited(sqlite_store: fe.Sto
     assert own.run_id is None and {p.kind for p in own.problems} == {"trigger-missing"}
     assert report.run_id == run.id
     assert [(p.kind, p.seq) for p in report.problems][:1] == [("seq-gap", 1)]
+
+
+_OBSERVE_UNTIL_EVICTED = (
+    "import sys, forkline_es as fe\n"
+    "with fe.Store.open(sys.argv[1]) as store:\n"
+    "    run, acked = store.resume_run(sys.argv[2]), 0\n"
+    "    try:\n"
+    "        while acked < 100_000:\n"
+    "            run.observe(f'beside/{acked}', float(acked))\n"
+    "            acked += 1\n"
+    "            if acked == 20:\n"
+    "                print('observing', flush=True)\n"
+    "    except fe.RunNotRetained:\n"
+    "        print(acked, flush=True)\n"
+)
+_EVICT_AND_COUNT = (
+    "import sys, forkline_es as fe\n"
+    "with fe.Store.open(sys.argv[1]) as store:\n"
+    "    print(store.evict_run(sys.argv[2], reason='evicted by another process').events)\n"
+)
+
+
+def test_a_run_longer_than_an_eviction_chunk_evicted_while_another_process_appends_to_it(
+    store: fe.Store,
+) -> None:
+    """The eviction deletes a long run a chunk a statement, in one transaction; another
+    process observing on the run meanwhile has each observation either counted in the
+    eviction and deleted with the run, or refused: none is left behind."""
+    run = store.start_run("wf", run_id="long")
+    for i in range(EVICT_CHUNK // 2 + 5):
+        with run.batch():
+            run.begin_step(f"s/{i}", arguments={"i": i})
+            run.end_step(f"s/{i}", "succeeded", result={"i": i})
+    run.conclude("succeeded")
+    cur = store.backend.cursor()
+    recorded = int(cur.execute("SELECT count(*) FROM log WHERE run_id = ?", (run.id,)).fetchall()[0][0])
+    assert recorded > EVICT_CHUNK
+    observer = subprocess.Popen(
+        [sys.executable, "-c", _OBSERVE_UNTIL_EVICTED, str(store.path), run.id],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert observer.stdout is not None and observer.stdout.readline() == "observing\n"
+        evicted = subprocess.run(
+            [sys.executable, "-c", _EVICT_AND_COUNT, str(store.path), run.id],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        acked = int(observer.communicate(timeout=120)[0])
+    finally:
+        observer.kill()
+    assert observer.returncode == 0
+    assert int(evicted.stdout) == recorded + acked  # every acknowledged observation went with the run
+    for table in ("log", "entry", "step_view", "run_summary", "observation"):
+        assert cur.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", (run.id,)).fetchall() == [(0,)]
+    with pytest.raises(fe.RunNotRetained):
+        store.get_run_record(run.id)
