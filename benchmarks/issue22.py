@@ -12,18 +12,23 @@ for an fsync is what they are about.
 from __future__ import annotations
 
 import compileall
+import functools
 import itertools
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import apsw
 
 import forkline_es as fe
 from benchmarks._harness import Row, Trial, paired
+from forkline_es.log.connection import open_connection
+from forkline_es.log.schema import SLOTS_PER_EVENT
+from forkline_es.log.sqlite import _INSERT_PAYLOAD, _INSERT_ROW, SqliteBackend
 
 __all__ = ["main", "run"]
 
@@ -130,8 +135,117 @@ def _raw_single(workdir: Path, n: int, durability: str) -> Trial:
     return Trial(n, seconds)
 
 
+#: One caller's ``begin_step`` as the statements it ran between its BEGIN and its COMMIT.
+Unit = list[tuple[str, Any]]
+
+
+def _keep(statements: list[tuple[str, Any]], _cursor: Any, sql: str, bindings: Any) -> bool:
+    statements.append((sql, bindings))
+    return True
+
+
+def _traced_units(workdir: Path, threads: int, per: int) -> tuple[Path, list[list[Unit]]]:
+    """A file with ``threads`` runs started, and each run's ``per`` ``begin_step`` calls as the
+    statements they ran, traced on a copy of that file, one ``Unit`` a call."""
+    start = _fresh(workdir, "units")
+    with fe.Store.open(start) as store:
+        for t in range(threads):
+            store.start_run(workflow="bench/callers", run_id=f"caller-{t}")
+    units: list[list[Unit]] = []
+    for t in range(threads):
+        copy = _fresh(workdir, "tracing")
+        shutil.copyfile(start, copy)
+        statements: list[tuple[str, Any]] = []
+        with fe.Store.open(copy) as store:
+            run = store.resume_run(f"caller-{t}")
+            conn = cast(SqliteBackend, store.backend).conn
+            conn.set_exec_trace(functools.partial(_keep, statements))
+            for i in range(per):
+                run.begin_step(f"s/{i}", arguments={"i": i})
+            conn.set_exec_trace(None)
+        calls: list[Unit] = []
+        unit: Unit | None = None
+        for sql, b in statements:
+            if sql == "BEGIN IMMEDIATE":
+                unit = []
+            elif sql == "COMMIT":
+                assert unit is not None
+                calls.append(unit)
+                unit = None
+            elif unit is not None:
+                unit.append((sql, b))
+        assert len(calls) == per, len(calls)
+        units.append(calls)
+    return start, units
+
+
+def _replay(unit: Unit, cur: Any) -> None:
+    """One traced call's statements again: a payload row takes its log row's new position
+    (other callers interleave differently than when traced)."""
+    position = 0
+    for sql, b in unit:
+        if sql == _INSERT_PAYLOAD:
+            k = b[0] - b[1] * SLOTS_PER_EVENT
+            b = (position * SLOTS_PER_EVENT + k, position, b[2], b[3])
+        cur.execute(sql, b).fetchall()
+        if sql == _INSERT_ROW:
+            position = cur.connection.last_insert_rowid()
+
+
+def _replayed_callers(workdir: Path, traced: tuple[Path, list[list[Unit]]]) -> Trial:
+    """The traced calls replayed by one thread per run through the store's own group commit
+    at ``full``: the same SQL, pages and commits, and none of the recording's Python."""
+    start, units = traced
+    path = _fresh(workdir, "replayed")
+    shutil.copyfile(start, path)
+    store = fe.Store.open(path, durability="full")
+    barrier = threading.Barrier(len(units) + 1)
+
+    def calls(mine: list[Unit]) -> None:
+        barrier.wait()
+        for unit in mine:
+            store.log.append((), functools.partial(_replay, unit))
+
+    workers = [threading.Thread(target=calls, args=(u,)) for u in units]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    begin = time.perf_counter()
+    for w in workers:
+        w.join()
+    seconds = time.perf_counter() - begin
+    counted = store.log.backend.cursor().execute("SELECT count(*) FROM log").fetchall()[0][0]
+    store.close()
+    n = sum(len(u) for u in units)
+    assert counted == len(units) + n, counted  # every replayed call is in the log, once
+    return Trial(n, seconds)
+
+
+def _perfect_groups(workdir: Path, traced: tuple[Path, list[list[Unit]]]) -> Trial:
+    """The best any group commit of these callers could do: one thread, each transaction
+    holding the next traced call of every run (groups always full, nobody waiting on
+    anybody), at ``full``, with no Python of ours."""
+    start, units = traced
+    path = _fresh(workdir, "perfect")
+    shutil.copyfile(start, path)
+    conn = open_connection(path, "full")
+    cur = conn.cursor()
+    begin = time.perf_counter()
+    for group in zip(*units, strict=True):
+        cur.execute("BEGIN IMMEDIATE")
+        for unit in group:
+            _replay(unit, cur)
+        cur.execute("COMMIT")
+    seconds = time.perf_counter() - begin
+    conn.close()
+    return Trial(sum(len(u) for u in units), seconds)
+
+
 def group_commit(workdir: Path, threads: int, per: int, repeats: int) -> list[Row]:
-    """Many callers in one process against one caller (``full``) and the raw ceiling (``normal``)."""
+    """Many callers in one process against one caller (``full``) and the raw ceiling (``normal``),
+    with the floors of the ``full`` row: the same SQL through the same group commit with no
+    recording Python, and that SQL in groups of every caller at once."""
+    traced = _traced_units(workdir, threads, per)
     return [
         paired(
             f"{threads} threads of one store, own runs, begin_step per commit (target >= 4x one caller)",
@@ -141,6 +255,22 @@ def group_commit(workdir: Path, threads: int, per: int, repeats: int) -> list[Ro
             repeats,
             durability="full",
             target=4.0,
+        ),
+        paired(
+            f"floor: the {threads} callers' traced SQL through the group commit, no recording Python",
+            lambda: _replayed_callers(workdir, traced),
+            lambda: _callers(workdir, 1, per, "full"),
+            "one caller, same store API",
+            repeats,
+            durability="full",
+        ),
+        paired(
+            f"floor: that SQL in perfect groups of {threads} (one thread, every caller in every commit)",
+            lambda: _perfect_groups(workdir, traced),
+            lambda: _callers(workdir, 1, per, "full"),
+            "one caller, same store API",
+            repeats,
+            durability="full",
         ),
         paired(
             f"{threads} threads of one store, own runs, begin_step per commit (target >= 0.6 of the ceiling)",
