@@ -139,6 +139,46 @@ conn.execute("DROP TABLE floor_entry; DROP TABLE floor_step")
 print(json.dumps([n, s, peak_rss_kb()]))
 """
 
+#: Our rebuild's own SQL with none of its Python: the rebuild runs once untimed with apsw's
+#: exec trace keeping every statement and its bindings (``executemany`` traces each row),
+#: then the same statements run again on the rebuilt file, in order, each run of one
+#: INSERT as one ``executemany`` as the rebuild sends them: the log read in batches, the
+#: drops, the entry and step view rows. The same rows in the same order with no read
+#: decoded, folded or rendered: what any rebuild writing these rows spends at least.
+_REPLAY_REBUILD: Final = """
+import gc, json, sys, time
+import forkline_es as fe
+from forkline_es.log.connection import open_connection
+from benchmarks._harness import peak_rss_kb
+statements = []
+def keep(_cursor, sql, bindings):
+    statements.append((sql, bindings))
+    return True
+with fe.Store.open(sys.argv[1]) as store:
+    store.backend.conn.set_exec_trace(keep)
+    n = store.rebuild_projections()
+    store.backend.conn.set_exec_trace(None)
+groups = []
+for sql, bindings in statements:
+    if groups and groups[-1][0] == sql and sql.startswith("INSERT "):
+        groups[-1][1].append(bindings)
+    else:
+        groups.append((sql, [bindings]))
+del statements
+conn = open_connection(sys.argv[1], "normal")
+cur = conn.cursor()
+gc.disable()
+t = time.perf_counter()
+for sql, many in groups:
+    if len(many) > 1:
+        cur.executemany(sql, many)
+    else:
+        cur.execute(sql, many[0]).fetchall()
+s = time.perf_counter() - t
+conn.close()
+print(json.dumps([n, s, peak_rss_kb()]))
+"""
+
 
 def _generate(path: Path, events: int) -> None:
     """Runs of 250 steps (begin, invoke, result, end: four events each), with small payloads."""
@@ -231,6 +271,11 @@ def run(quick: bool, workdir: Path) -> list[Row]:
             _FOLD_WRITE,
             "minimal fold + our rows",
             "the minimal fold writing one row per entry and one per step path, shaped as ours",
+        ),
+        (
+            _REPLAY_REBUILD,
+            "our rebuild's SQL alone",
+            "our rebuild's own statements traced and run again, same rows, no fold or render",
         ),
     ):
         ours_rss: list[int] = []
