@@ -27,6 +27,13 @@ Columns (sides), each a fresh database (or file) per trial:
 - ``fe SQLite``: the same calls on a file in the benchmark's folder, ``durability="full"``
   (an fsync per commit) for the durable rows and ``"normal"`` for the ``off`` rows: the
   embedded floor the PostgreSQL backend is compared with.
+- ``fe PG SQL alone`` (executor steps only): the statements ``fe PostgreSQL`` sends for
+  the same steps, with none of its Python. Before the barrier each writer records the
+  steps on a run of its own through the store with a tap on the append's cursor that keeps
+  every statement and its parameters; after it, on a plain autocommit connection, it sends
+  them again in order, prepared, with the run id swapped for its timed run's: the same
+  rows, triggers, projection writes, round trips and commits. The rows are counted after
+  the trial like ``fe PostgreSQL``'s.
 
 ``synchronous_commit=off`` is set on the trial's database (``ALTER DATABASE``), so every
 side's connections get it without any peer being patched. Every side runs in writer
@@ -78,7 +85,8 @@ ES: Final = "eventsourcing"
 DBOS: Final = "DBOS"
 FE_PG: Final = "fe PostgreSQL"
 FE_SQLITE: Final = "fe SQLite"
-SIDES: Final = (RAW, ES, DBOS, FE_PG, FE_SQLITE)
+FE_SQL: Final = "fe PG SQL alone"
+SIDES: Final = (RAW, ES, DBOS, FE_PG, FE_SQLITE, FE_SQL)
 #: Ratios shown: fe PostgreSQL against each of these, with the issue's target if it sets one.
 RATIOS: Final = (
     (RAW, "fe PG / raw"),
@@ -86,9 +94,11 @@ RATIOS: Final = (
     (DBOS, "fe PG / DBOS"),
     (FE_SQLITE, "fe PG / fe SQLite"),
 )
-#: What the ceiling itself reaches against each peer: the most any recorder doing our
-#: inserts could reach, whatever its code (a target above it is out of reach).
-CEILINGS: Final = ((ES, "raw / es"), (DBOS, "raw / DBOS"))
+#: What a floor itself reaches against each peer, (floor, peer, column): the raw ceiling
+#: is the most any recorder doing our log inserts could reach, whatever its code; our own
+#: statements replayed, the most any recorder writing our rows could (a target above
+#: either is out of reach).
+CEILINGS: Final = ((RAW, ES, "raw / es"), (RAW, DBOS, "raw / DBOS"), (FE_SQL, DBOS, "SQL alone / DBOS"))
 NOT_IN_BUILD: Final = "not available in this build"
 
 _RAW_DDL: Final = """
@@ -251,6 +261,55 @@ def _fe_writer(job: Job, barrier: str) -> float:
         return time.monotonic()
 
 
+class _Tap:
+    """The append's cursor, keeping each statement and its parameters before sending it."""
+
+    def __init__(self, cursor: Any, kept: list[tuple[str, list[Any]]]) -> None:
+        self._cursor = cursor
+        self._kept = kept
+
+    def execute(self, query: str, params: Any = None, **kwargs: Any) -> Any:
+        self._kept.append((query, list(params or ())))
+        self._cursor.execute(query, params, **kwargs)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+def _fe_sql_writer(job: Job, barrier: str) -> float:
+    """``fe PostgreSQL``'s statements for ``job.n`` steps, traced on a run of its own, then
+    sent again for the timed run with no Python of ours around them (``FE_SQL``)."""
+    import psycopg
+
+    import forkline_es as fe
+
+    traced, timed = f"trace-{job.who}", f"writer-{job.who}"
+    kept: list[tuple[str, list[Any]]] = []
+    with fe.Store.open(job.target, durability="full" if job.durable else "normal") as store:
+        store.start_run(workflow="bench/steps", run_id=timed)
+        run = store.start_run(workflow="bench/steps", run_id=traced)
+        backend: Any = store.backend
+        backend._insert = _Tap(backend._insert, kept)
+        for i in range(job.n):
+            if job.kind == "batch":
+                with run.batch():
+                    _step(run, i)
+            else:
+                _step(run, i)
+    if len(kept) != (job.n if job.kind == "batch" else _events(job.kind, job.n)):
+        raise AssertionError(
+            f"{len(kept)} statements traced for {job.n} steps: an append left the one-statement path"
+        )
+    replay = [(q, [timed if p == traced else p for p in params]) for q, params in kept]
+    with psycopg.connect(job.target, autocommit=True) as conn:
+        cur = psycopg.RawCursor(conn)
+        _wait(barrier, job.who)
+        for query, params in replay:
+            cur.execute(query, params, prepare=True)
+        return time.monotonic()
+
+
 def _step(run: Any, i: int) -> None:
     """One executor step as an executor records it: begin, invoke, result, end."""
     path = f"step/{i}"
@@ -271,6 +330,7 @@ _WRITER_FNS: Final[dict[str, Callable[[Job, str], float]]] = {
     DBOS: _dbos_writer,
     FE_PG: _fe_writer,
     FE_SQLITE: _fe_writer,
+    FE_SQL: _fe_sql_writer,
 }
 
 
@@ -451,7 +511,7 @@ def _prepare(side: str, dsn: str) -> None:
         )
         PostgresApplicationRecorder(datastore).create_table()
         datastore.close()
-    elif side == FE_PG:
+    elif side in (FE_PG, FE_SQL):
         import forkline_es as fe
 
         fe.Store.open(dsn).close()
@@ -479,6 +539,8 @@ def _check_pg(side: str, dsn: str, kind: str, writers: int, n: int) -> None:
         _same(side, _count(dsn, "stored_events"), writers * (n + 1))
     elif side == FE_PG:
         _same(side, _count(dsn, "log"), _expected_fe(kind, writers, n))
+    elif side == FE_SQL:  # the traced run's rows and the timed run's, the same number
+        _same(side, _count(dsn, "log"), 2 * _expected_fe(kind, writers, n))
 
 
 def _same(side: str, counted: int, expected: int) -> None:
@@ -522,7 +584,7 @@ def _workloads(quick: bool) -> list[Workload]:
     per_writer = 100 if quick else 250
     steps = 50 if quick else 120
     appenders = (RAW, ES, FE_PG, FE_SQLITE)
-    stepper = (RAW, DBOS, FE_PG, FE_SQLITE)
+    stepper = (RAW, DBOS, FE_PG, FE_SQLITE, FE_SQL)
     out = [
         Workload(
             f"append, {w} writer process{'es' if w > 1 else ''} on distinct runs",
@@ -573,7 +635,15 @@ def _num(x: float) -> str:
 
 
 def _table(lines: Sequence[Line], markdown: bool) -> str:
-    head = ["workload", "sync", "unit", *SIDES, *(n for _, n in RATIOS), *(n for _, n in CEILINGS), "spread"]
+    head = [
+        "workload",
+        "sync",
+        "unit",
+        *SIDES,
+        *(n for _, n in RATIOS),
+        *(n for _, _, n in CEILINGS),
+        "spread",
+    ]
     body: list[list[str]] = []
     for line in lines:
         w = line.workload
@@ -599,8 +669,8 @@ def _table(lines: Sequence[Line], markdown: bool) -> str:
                 if target is not None:
                     text += f" (>= {target:g} {'ok' if ratio >= target else 'MISSED'})"
             cells.append(text)
-        for peer, _ in CEILINGS:
-            ratio = line.ratio(peer, RAW) if peer in w.sides and RAW in w.sides else None
+        for floor, peer, _ in CEILINGS:
+            ratio = line.ratio(peer, floor) if peer in w.sides and floor in w.sides else None
             cells.append("-" if ratio is None else f"{ratio:.2f}")
         cells.append(f"{max(spreads):.0%}" if spreads else "-")
         body.append(cells)
@@ -655,7 +725,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = _missing_peers()
         why = _fe_pg_probe(pg, folder)
         if why is not None:
-            missing[FE_PG] = NOT_IN_BUILD
+            missing[FE_PG] = missing[FE_SQL] = NOT_IN_BUILD
         env = environment(folder.parent)
         env["durability"] = (
             "sync on: synchronous_commit=on (PostgreSQL), durability='full' (SQLite): an fsync per "
