@@ -44,6 +44,7 @@ import apsw
 import forkline_es as fe
 from benchmarks import append
 from benchmarks._harness import Row, Trial, spread
+from benchmarks._trace import Statement, traced
 from forkline_es.compat.recorder import logged_event
 from forkline_es.log.connection import checkpoint_frames, open_connection
 from forkline_es.log.eventlog import EventLog
@@ -252,33 +253,13 @@ def executor(workdir: Path, steps: int, batched: bool) -> Trial:
         return _cpu(lambda: record(run), 4 * steps, cast(SqliteBackend, store.backend).conn)
 
 
-Statement = tuple[str, Any]
-
-
 def _traced(workdir: Path, record: Callable[[fe.Run], None]) -> tuple[Path, list[Statement]]:
     """A store file just after ``start_run``, and every statement (with its bindings) that
-    ``record`` then ran on it: the SQL of those calls with none of our Python around it.
-
-    The statements are traced on a copy; replayed in order on a fresh copy of the file they
-    give the same rows (positions, digests, projection rows) since both start alike."""
+    ``record`` then ran on it: the SQL of those calls with none of our Python around it."""
     before = workdir / f"traced-{next(_files)}.db"
     with fe.Store.open(before) as store:
         store.start_run("bench/append", run_id="run-1", inputs={"n": 0})
-    traced = workdir / f"tracing-{next(_files)}.db"
-    shutil.copyfile(before, traced)
-    statements: list[Statement] = []
-
-    def keep(_cursor: Any, sql: str, bindings: Any) -> bool:
-        statements.append((sql, bindings))
-        return True
-
-    with fe.Store.open(traced) as store:
-        run = store.resume_run("run-1")
-        conn = cast(SqliteBackend, store.backend).conn
-        conn.set_exec_trace(keep)
-        record(run)
-        conn.set_exec_trace(None)
-    return before, statements
+    return before, traced(before, workdir / f"tracing-{next(_files)}.db", "run-1", record)
 
 
 def replayed_sql(workdir: Path, traced: tuple[Path, list[Statement]], count: int) -> Trial:

@@ -19,16 +19,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final
 
 import apsw
 
 import forkline_es as fe
 from benchmarks._harness import Row, Trial, paired
-from forkline_es.log.connection import open_connection
-from forkline_es.log.schema import SLOTS_PER_EVENT
-from forkline_es.log.sqlite import _INSERT_PAYLOAD, _INSERT_ROW, SqliteBackend
+from benchmarks._trace import Statement, begin_steps, replay, traced
+from forkline_es.log.connection import Durability, open_connection
 
 __all__ = ["main", "run"]
 
@@ -89,28 +89,32 @@ def _fresh(workdir: Path, stem: str) -> Path:
     return workdir / f"{stem}-{next(_files)}.db"
 
 
-def _callers(workdir: Path, threads: int, per: int, durability: fe.store.Durability) -> Trial:
-    """``threads`` threads of one store, each recording ``per`` steps of its own run, one
-    ``begin_step`` (one commit) a call; timed from a barrier to the last call's return."""
-    store = fe.Store.open(_fresh(workdir, f"callers{threads}"), durability=durability)
-    runs = [store.start_run(workflow="bench/callers", run_id=f"caller-{t}") for t in range(threads)]
-    barrier = threading.Barrier(threads + 1)
+def _threads(work: list[Callable[[], None]]) -> float:
+    """Seconds from a barrier all of ``work``'s threads wait on to the last one's end."""
+    barrier = threading.Barrier(len(work) + 1)
     ends: list[float] = []
 
-    def record(run: fe.Run) -> None:
+    def run(job: Callable[[], None]) -> None:
         barrier.wait()
-        for i in range(per):
-            run.begin_step(f"s/{i}", arguments={"i": i})
+        job()
         ends.append(time.perf_counter())
 
-    workers = [threading.Thread(target=record, args=(r,)) for r in runs]
+    workers = [threading.Thread(target=run, args=(job,)) for job in work]
     for w in workers:
         w.start()
     barrier.wait()
     start = time.perf_counter()
     for w in workers:
         w.join()
-    seconds = max(ends) - start
+    return max(ends) - start
+
+
+def _callers(workdir: Path, threads: int, per: int, durability: Durability) -> Trial:
+    """``threads`` threads of one store, each recording ``per`` steps of its own run, one
+    ``begin_step`` (one commit) a call; timed from a barrier to the last call's return."""
+    store = fe.Store.open(_fresh(workdir, f"callers{threads}"), durability=durability)
+    runs = [store.start_run(workflow="bench/callers", run_id=f"caller-{t}") for t in range(threads)]
+    seconds = _threads([functools.partial(begin_steps, per, r) for r in runs])
     counted = store.log.backend.cursor().execute("SELECT count(*) FROM log").fetchall()[0][0]
     store.close()
     assert counted == threads * (per + 1), counted  # every acknowledged event is there, once
@@ -136,12 +140,7 @@ def _raw_single(workdir: Path, n: int, durability: str) -> Trial:
 
 
 #: One caller's ``begin_step`` as the statements it ran between its BEGIN and its COMMIT.
-Unit = list[tuple[str, Any]]
-
-
-def _keep(statements: list[tuple[str, Any]], _cursor: Any, sql: str, bindings: Any) -> bool:
-    statements.append((sql, bindings))
-    return True
+Unit = list[Statement]
 
 
 def _traced_units(workdir: Path, threads: int, per: int) -> tuple[Path, list[list[Unit]]]:
@@ -153,16 +152,9 @@ def _traced_units(workdir: Path, threads: int, per: int) -> tuple[Path, list[lis
             store.start_run(workflow="bench/callers", run_id=f"caller-{t}")
     units: list[list[Unit]] = []
     for t in range(threads):
-        copy = _fresh(workdir, "tracing")
-        shutil.copyfile(start, copy)
-        statements: list[tuple[str, Any]] = []
-        with fe.Store.open(copy) as store:
-            run = store.resume_run(f"caller-{t}")
-            conn = cast(SqliteBackend, store.backend).conn
-            conn.set_exec_trace(functools.partial(_keep, statements))
-            for i in range(per):
-                run.begin_step(f"s/{i}", arguments={"i": i})
-            conn.set_exec_trace(None)
+        statements = traced(
+            start, _fresh(workdir, "tracing"), f"caller-{t}", functools.partial(begin_steps, per)
+        )
         calls: list[Unit] = []
         unit: Unit | None = None
         for sql, b in statements:
@@ -179,19 +171,6 @@ def _traced_units(workdir: Path, threads: int, per: int) -> tuple[Path, list[lis
     return start, units
 
 
-def _replay(unit: Unit, cur: Any) -> None:
-    """One traced call's statements again: a payload row takes its log row's new position
-    (other callers interleave differently than when traced)."""
-    position = 0
-    for sql, b in unit:
-        if sql == _INSERT_PAYLOAD:
-            k = b[0] - b[1] * SLOTS_PER_EVENT
-            b = (position * SLOTS_PER_EVENT + k, position, b[2], b[3])
-        cur.execute(sql, b).fetchall()
-        if sql == _INSERT_ROW:
-            position = cur.connection.last_insert_rowid()
-
-
 def _replayed_callers(workdir: Path, traced: tuple[Path, list[list[Unit]]]) -> Trial:
     """The traced calls replayed by one thread per run through the store's own group commit
     at ``full``: the same SQL, pages and commits, and none of the recording's Python."""
@@ -199,21 +178,12 @@ def _replayed_callers(workdir: Path, traced: tuple[Path, list[list[Unit]]]) -> T
     path = _fresh(workdir, "replayed")
     shutil.copyfile(start, path)
     store = fe.Store.open(path, durability="full")
-    barrier = threading.Barrier(len(units) + 1)
 
     def calls(mine: list[Unit]) -> None:
-        barrier.wait()
         for unit in mine:
-            store.log.append((), functools.partial(_replay, unit))
+            store.log.append((), functools.partial(replay, unit))
 
-    workers = [threading.Thread(target=calls, args=(u,)) for u in units]
-    for w in workers:
-        w.start()
-    barrier.wait()
-    begin = time.perf_counter()
-    for w in workers:
-        w.join()
-    seconds = time.perf_counter() - begin
+    seconds = _threads([functools.partial(calls, u) for u in units])
     counted = store.log.backend.cursor().execute("SELECT count(*) FROM log").fetchall()[0][0]
     store.close()
     n = sum(len(u) for u in units)
@@ -234,7 +204,7 @@ def _perfect_groups(workdir: Path, traced: tuple[Path, list[list[Unit]]]) -> Tri
     for group in zip(*units, strict=True):
         cur.execute("BEGIN IMMEDIATE")
         for unit in group:
-            _replay(unit, cur)
+            replay(unit, cur)
         cur.execute("COMMIT")
     seconds = time.perf_counter() - begin
     conn.close()
@@ -320,7 +290,7 @@ def _decode_floor(path: Path, run_id: str) -> Trial:
     conn = apsw.Connection(str(path))
     start = time.process_time()
     rows = conn.execute("SELECT body FROM log WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
-    [msgspec.json.decode(b) for (b,) in rows]
+    [msgspec.json.decode(str(b)) for (b,) in rows]
     seconds = time.process_time() - start
     conn.close()
     return Trial(1, seconds)
@@ -453,7 +423,8 @@ def _record_steps(steps: int, every: int) -> Trial:
 
     from forkline_es.recording import checkpoint
 
-    saved, checkpoint.EVERY = checkpoint.EVERY, every
+    saved = checkpoint.EVERY
+    checkpoint.EVERY = every  # type: ignore[misc]  # a Final this trial overrides
     try:
         with fe.Store.open(":memory:") as store:
             run = store.start_run(workflow="bench/handle")
@@ -464,7 +435,7 @@ def _record_steps(steps: int, every: int) -> Trial:
                 run.end_step(f"s/{i}", "succeeded", result={"i": i})
             return Trial(2 * steps, time.process_time() - start)
     finally:
-        checkpoint.EVERY = saved
+        checkpoint.EVERY = saved  # type: ignore[misc]
 
 
 def checkpoint_cost(steps: int, repeats: int) -> Row:

@@ -252,12 +252,7 @@ def _fe_writer(job: Job, barrier: str) -> float:
     with fe.Store.open(job.target, durability=durability) as store:
         run = store.start_run(workflow="bench/steps", run_id=f"writer-{job.who}")
         _wait(barrier, job.who)
-        for i in range(job.n):
-            if job.kind == "batch":
-                with run.batch():
-                    _step(run, i)
-            else:
-                _step(run, i)
+        _steps(run, job)
         return time.monotonic()
 
 
@@ -291,12 +286,7 @@ def _fe_sql_writer(job: Job, barrier: str) -> float:
         run = store.start_run(workflow="bench/steps", run_id=traced)
         backend: Any = store.backend
         backend._insert = _Tap(backend._insert, kept)
-        for i in range(job.n):
-            if job.kind == "batch":
-                with run.batch():
-                    _step(run, i)
-            else:
-                _step(run, i)
+        _steps(run, job)
     if len(kept) != (job.n if job.kind == "batch" else _events(job.kind, job.n)):
         raise AssertionError(
             f"{len(kept)} statements traced for {job.n} steps: an append left the one-statement path"
@@ -308,6 +298,16 @@ def _fe_sql_writer(job: Job, barrier: str) -> float:
         for query, params in replay:
             cur.execute(query, params, prepare=True)
         return time.monotonic()
+
+
+def _steps(run: Any, job: Job) -> None:
+    """``job.n`` steps, each in a ``run.batch()`` of its own for a batched job."""
+    for i in range(job.n):
+        if job.kind == "batch":
+            with run.batch():
+                _step(run, i)
+        else:
+            _step(run, i)
 
 
 def _step(run: Any, i: int) -> None:

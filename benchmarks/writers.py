@@ -25,7 +25,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final
 
 import apsw
 
@@ -77,14 +77,12 @@ _RAW: Final = textwrap.dedent(
 )
 
 #: The statements ``_OURS``'s writer ran (traced beforehand), run again with no Python of
-#: ours: a payload row's id and position are its log row's, which differ when other writers
-#: interleave, so they are taken from the log row the replay just inserted.
+#: ours (``_trace.replay``).
 _REPLAY: Final = textwrap.dedent(
     """
     import os, pickle, sys, time
     from forkline_es.log.connection import open_connection
-    from forkline_es.log.schema import SLOTS_PER_EVENT
-    from forkline_es.log.sqlite import _INSERT_PAYLOAD, _INSERT_ROW
+    from benchmarks._trace import replay
     path, n, barrier, who = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     with open(f"{path}.trace-{who}", "rb") as f:
         statements = pickle.load(f)
@@ -93,14 +91,7 @@ _REPLAY: Final = textwrap.dedent(
     open(f"{barrier}.ready-{who}", "w").close()
     while not os.path.exists(barrier):
         time.sleep(0.0005)
-    position = 0
-    for sql, b in statements:
-        if sql == _INSERT_PAYLOAD:
-            k = b[0] - b[1] * SLOTS_PER_EVENT
-            b = (position * SLOTS_PER_EVENT + k, position, b[2], b[3])
-        cur.execute(sql, b).fetchall()
-        if sql == _INSERT_ROW:
-            position = conn.last_insert_rowid()
+    replay(statements, cur)
     print(time.monotonic())
     conn.close()
     """
@@ -123,6 +114,7 @@ def _trial(script: str, path: Path, n: int) -> float:
             [sys.executable, "-c", script, str(path), str(n), str(barrier), str(who)],
             stdout=subprocess.PIPE,
             text=True,
+            cwd=Path(__file__).resolve().parents[1],  # ``benchmarks`` importable
         )
         for who in range(_PROCESSES)
     ]
@@ -160,16 +152,11 @@ def _ours(workdir: Path, n: int) -> Trial:
     return Trial(_PROCESSES * n, seconds)
 
 
-def _keep(statements: list[tuple[str, Any]], _cursor: Any, sql: str, bindings: Any) -> bool:
-    statements.append((sql, bindings))
-    return True
-
-
 def _traces(workdir: Path, n: int) -> tuple[Path, list[bytes]]:
     """A file with every writer's run started, and each writer's ``n`` ``begin_step`` calls
     as the statements they ran (traced alone on a copy of that file), pickled."""
     import forkline_es as fe
-    from forkline_es.log.sqlite import SqliteBackend
+    from benchmarks._trace import begin_steps, traced
 
     start = workdir / f"traced-writers-{next(_files)}.db"
     with fe.Store.open(start) as store:
@@ -178,16 +165,7 @@ def _traces(workdir: Path, n: int) -> tuple[Path, list[bytes]]:
     traces = []
     for who in range(_PROCESSES):
         copy = workdir / f"tracing-writers-{next(_files)}.db"
-        shutil.copyfile(start, copy)
-        statements: list[tuple[str, Any]] = []
-        with fe.Store.open(copy) as store:
-            run = store.resume_run(f"writer-{who}")
-            conn = cast(SqliteBackend, store.backend).conn
-            conn.set_exec_trace(functools.partial(_keep, statements))
-            for i in range(n):
-                run.begin_step(f"s/{i}", arguments={"i": i})
-            conn.set_exec_trace(None)
-        traces.append(pickle.dumps(statements))
+        traces.append(pickle.dumps(traced(start, copy, f"writer-{who}", functools.partial(begin_steps, n))))
     return start, traces
 
 
