@@ -42,6 +42,33 @@ def test_a_rebuild_and_a_check_on_postgresql_keep_the_views_over_its_tables(pg_d
         assert [row[0] for row in store.conn.execute("SELECT run_id FROM runs").fetchall()] == ["r"]
 
 
+def test_a_scratch_copy_holds_the_log_and_projections_but_no_cached_texts_or_checkpoints(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check copies what it compares; the stored record texts and run checkpoints, which
+    can weigh as much as the projections, get their tables and none of their rows."""
+    from forkline_es.recording import checkpoint
+
+    monkeypatch.setattr(checkpoint, "EVERY", 4)  # a run checkpoint after a few rows
+    with fe.Store.open(pg_dsn) as store:
+        run = store.start_run("wf", run_id="r")
+        for i in range(6):
+            run.begin_step(f"s/{i}", arguments={"i": i})
+        run.conclude("succeeded")
+        store.get_run_record("r")  # stores the concluded run's text
+        live = {t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in _CACHES}
+        assert live["record_text"] >= 1 and live["run_checkpoint"] >= 1, live
+        with store.backend.scratch_copy() as copy, copy.snapshot() as cur:
+            counted = {t: cur.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in _TABLES}
+        assert {t: counted[t] for t in _CACHES} == dict.fromkeys(_CACHES, 0)
+        assert counted["log"] == 8 and counted["step_view"] == 6 and counted["entry"] == 8
+        assert store.check_projections() == []
+
+
+_CACHES = ("record_text", "run_checkpoint", "run_checkpoint_piece")
+_TABLES = (*_CACHES, "log", "step_view", "entry")
+
+
 def test_the_path_of_a_store_in_a_schema_of_its_own_opens_that_store_again(pg_dsn: str) -> None:
     """``Store.path`` keeps the DSN's options (the schema a store lives in), never its password:
     a second handle opened on it meets the first one's runs."""
