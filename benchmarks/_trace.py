@@ -1,14 +1,15 @@
 """Our SQL with none of our Python: the statements a recording runs, traced to be run again.
 
-Several floors (``append_floor``, ``writers``, ``issue22``) replay what a store sent for
-some calls, so that the same rows, pages and commits are timed without the recording's
-Python around them. The trace is apsw's exec trace on the store's connection.
+Several floors (``append_floor``, ``writers``, ``issue22``, ``projections``' rebuild) replay
+what a store sent for some calls, so that the same rows, pages and commits are timed
+without our Python around them. The trace is apsw's exec trace on the store's connection.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,29 +17,39 @@ import forkline_es as fe
 from forkline_es.log.schema import SLOTS_PER_EVENT
 from forkline_es.log.sqlite import _INSERT_PAYLOAD, _INSERT_ROW, SqliteBackend
 
-__all__ = ["Statement", "begin_steps", "replay", "traced"]
+__all__ = ["Statement", "begin_steps", "replay", "traced", "tracing"]
 
 #: One statement as SQLite ran it: its text and its bindings.
 Statement = tuple[str, Any]
 
 
-def traced(start: Path, copy: Path, run_id: str, record: Callable[[fe.Run], None]) -> list[Statement]:
-    """Every statement (with its bindings) that ``record`` ran on run ``run_id``, traced on
-    ``copy``, a copy of ``start`` made here: replayed in order on another copy of ``start``
-    they write the same rows, since both files start alike."""
-    shutil.copyfile(start, copy)
+@contextmanager
+def tracing(store: fe.Store) -> Iterator[list[Statement]]:
+    """Every statement (with its bindings) the SQLite ``store`` runs inside the block, in
+    order; ``executemany`` gives one for each row."""
     statements: list[Statement] = []
 
     def keep(_cursor: Any, sql: str, bindings: Any) -> bool:
         statements.append((sql, bindings))
         return True
 
+    conn = cast(SqliteBackend, store.backend).conn
+    conn.set_exec_trace(keep)
+    try:
+        yield statements
+    finally:
+        conn.set_exec_trace(None)
+
+
+def traced(start: Path, copy: Path, run_id: str, record: Callable[[fe.Run], None]) -> list[Statement]:
+    """Every statement that ``record`` ran on run ``run_id``, traced on ``copy``, a copy of
+    ``start`` made here: replayed in order on another copy of ``start`` they write the same
+    rows, since both files start alike."""
+    shutil.copyfile(start, copy)
     with fe.Store.open(copy) as store:
         run = store.resume_run(run_id)
-        conn = cast(SqliteBackend, store.backend).conn
-        conn.set_exec_trace(keep)
-        record(run)
-        conn.set_exec_trace(None)
+        with tracing(store) as statements:
+            record(run)
     return statements
 
 

@@ -139,8 +139,8 @@ conn.execute("DROP TABLE floor_entry; DROP TABLE floor_step")
 print(json.dumps([n, s, peak_rss_kb()]))
 """
 
-#: Our rebuild's own SQL with none of its Python: the rebuild runs once untimed with apsw's
-#: exec trace keeping every statement and its bindings (``executemany`` traces each row),
+#: Our rebuild's own SQL with none of its Python: the rebuild runs once untimed, every
+#: statement and its bindings traced (``_trace.tracing``: one for each row of an ``executemany``),
 #: then the same statements run again on the rebuilt file, in order, each run of one
 #: INSERT as one ``executemany`` as the rebuild sends them: the log read in batches, the
 #: drops, the entry and step view rows. The same rows in the same order with no read
@@ -150,14 +150,9 @@ import gc, json, sys, time
 import forkline_es as fe
 from forkline_es.log.connection import open_connection
 from benchmarks._harness import peak_rss_kb
-statements = []
-def keep(_cursor, sql, bindings):
-    statements.append((sql, bindings))
-    return True
-with fe.Store.open(sys.argv[1]) as store:
-    store.backend.conn.set_exec_trace(keep)
+from benchmarks._trace import tracing
+with fe.Store.open(sys.argv[1]) as store, tracing(store) as statements:
     n = store.rebuild_projections()
-    store.backend.conn.set_exec_trace(None)
 groups = []
 for sql, bindings in statements:
     if groups and groups[-1][0] == sql and sql.startswith("INSERT "):
