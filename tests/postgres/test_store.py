@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,53 @@ def test_a_scratch_copy_holds_the_log_and_projections_but_no_cached_texts_or_che
         assert store.check_projections() == []
 
 
+def test_checks_beside_a_writing_process_find_no_difference_on_postgresql(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rebuild --check`` in processes of its own while another process appends without
+    pause, on a store holding stored texts and run checkpoints (left empty in each copy):
+    each check compares one snapshot's projections with its refold and finds nothing."""
+    from forkline_es.recording import checkpoint
+
+    monkeypatch.setattr(checkpoint, "EVERY", 4)
+    with fe.Store.open(pg_dsn) as store:
+        for n in range(5):
+            run = store.start_run("seed", run_id=f"seed-{n}")
+            for i in range(6):
+                run.begin_step(f"s/{i}", arguments={"i": i})
+            run.conclude("succeeded")
+            store.get_run_record(run.id)  # its stored text
+
+    def events() -> int:
+        with fe.Store.open(pg_dsn) as store:
+            return int(store.conn.execute("SELECT count(*) FROM log").fetchall()[0][0])
+
+    writer = subprocess.Popen(
+        [sys.executable, str(_WORKER), "writer", pg_dsn], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == b"writing\n", writer.stderr
+        counts = [events()]
+        for _ in range(3):
+            done = subprocess.run(
+                [sys.executable, "-c", _CLI, "rebuild", "--check", "--db", pg_dsn],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            assert done.returncode == 0, (done.stdout + done.stderr)[:3000]
+            assert "the projections equal a rebuild from the log" in done.stdout
+            counts.append(events())
+        assert writer.poll() is None, "the writer stopped while the checks ran"
+    finally:
+        writer.kill()
+        writer.communicate()
+    assert counts == sorted(set(counts))  # the writer appended during every check
+
+
+_WORKER = Path(__file__).parents[1] / "projections" / "_worker.py"
+_CLI = "import sys; from forkline_es.cli import main; sys.exit(main())"
 _CACHES = ("record_text", "run_checkpoint", "run_checkpoint_piece")
 _TABLES = (*_CACHES, "log", "step_view", "entry")
 
