@@ -465,6 +465,12 @@ class Store:
 
     # -- artifacts, metrics and verify (forkline_es.artifacts; docs/verify.md) ------------------
 
+    @property
+    def has_artifact_folder(self) -> bool:
+        """Whether the store has a folder for artifact files (``artifacts=`` given to ``open``,
+        or a SQLite file's own): a PostgreSQL store opened without one has none."""
+        return self._artifacts is not None or self.backend.artifacts_beside() is not None
+
     @functools.cached_property
     def artifact_files(self) -> ArtifactFiles:
         """Artifact content: ``artifacts`` given to ``open``, else ``<db>.artifacts/`` beside

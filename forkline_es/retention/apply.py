@@ -78,6 +78,9 @@ class Host(Protocol):
     @property
     def artifact_files(self) -> ArtifactFiles: ...
 
+    @property
+    def has_artifact_folder(self) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class EvictedRun:
@@ -124,8 +127,9 @@ class GcReport:
 
     Sizes: pages in use, and bytes on disk (db + WAL) before and after. ``not_done`` says
     what is left for a later ``gc`` (e.g. the WAL was not emptied because a reader holds
-    a snapshot); while it is not empty, removed values may still be in the database's
-    free pages or its WAL (docs/retention.md, gc and deletion).
+    a snapshot, or a store without an artifact folder had no files to sweep); while it is
+    not empty, removed values may still be in the database's free pages or its WAL
+    (docs/retention.md, gc and deletion).
     """
 
     page_size: int
@@ -144,7 +148,7 @@ class GcReport:
 
     @property
     def complete(self) -> bool:
-        """Everything was done: no free page left and the WAL emptied."""
+        """Everything was done: no free page left, the WAL emptied and the artifact files swept."""
         return not self.not_done
 
     def to_dict(self) -> dict[str, Any]:
@@ -550,7 +554,7 @@ def _value_sizes(cur: Cursor, run_id: str, length: str) -> list[tuple[str, int, 
 def _sweep_leftovers(store: Host, grace_seconds: float) -> tuple[int, int]:
     """What killed processes left, older than ``grace_seconds``: staging files of
     ``add_artifact`` / ``record_manifest`` and the backend's own (``rebuild --check`` copies)."""
-    staged = store.artifact_files.sweep_staging(grace_seconds)
+    staged = store.artifact_files.sweep_staging(grace_seconds) if store.has_artifact_folder else (0, 0)
     copies = store.backend.sweep_leftovers(grace_seconds)
     return staged[0] + copies[0], staged[1] + copies[1]
 
@@ -582,6 +586,13 @@ _STALE_TEXTS: Final = (
 )
 
 
+#: ``gc``'s word for a store without an artifact folder: the database part is done, the files are not.
+_NO_FOLDER: Final = (
+    "artifact files were not swept: this store has no artifact folder (give the one every "
+    "host shares: forkline-es --artifacts FOLDER gc, or fe.Store.open(location, artifacts=FOLDER))"
+)
+
+
 def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress | None = None) -> GcReport:
     """Give free pages back to the file system (incremental vacuum in short steps), empty
     the WAL, then delete artifact files that no retained run references any more.
@@ -599,7 +610,12 @@ def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress |
     with store.log.snapshot() as cur:
         referenced = {p for (p,) in cur.execute("SELECT path FROM artifact")}
         referenced |= {p for (p,) in cur.execute("SELECT path FROM manifest WHERE path IS NOT NULL")}
-    files, removed = store.artifact_files.sweep(referenced, grace)
+    not_done = space.not_done
+    if store.has_artifact_folder:
+        files, removed = store.artifact_files.sweep(referenced, grace)
+    else:
+        files = removed = 0
+        not_done += (_NO_FOLDER,)
     left_files, left_bytes = _sweep_leftovers(store, grace)
     _log.info(
         "gc",
@@ -607,7 +623,7 @@ def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress |
         pages_after=space.pages_after,
         artifact_files_removed=files,
         record_texts_removed=texts,
-        not_done=len(space.not_done),
+        not_done=len(not_done),
     )
     return GcReport(
         page_size=space.page_size,
@@ -621,5 +637,5 @@ def gc(store: Host, artifact_grace_seconds: float = 3600.0, progress: Progress |
         leftover_bytes_removed=left_bytes,
         free_pages=space.free_pages,
         wal_truncated=space.wal_truncated,
-        not_done=space.not_done,
+        not_done=not_done,
     )

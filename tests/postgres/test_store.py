@@ -131,3 +131,25 @@ def test_the_path_of_a_store_in_a_schema_of_its_own_opens_that_store_again(pg_ds
             assert [s["id"] for s in again.list_runs()] == ["in-tenant"]
     with fe.Store.open(pg_dsn) as public:
         assert public.list_runs() == []
+
+
+def test_gc_of_a_store_without_an_artifacts_folder_does_the_database_part_and_says_what_it_left(
+    pg_dsn: str,
+) -> None:
+    """A PostgreSQL store opened without ``artifacts=`` has no folder to sweep: gc still
+    deletes the stored texts no read can take and reports the database, and its report says
+    the artifact files were not swept, rather than failing after it wrote."""
+    with fe.Store.open(pg_dsn) as store:
+        run = store.start_run("wf", run_id="r")
+        run.conclude("succeeded")
+        store.get_run_record("r")  # stores the concluded run's text
+        store.conn.execute("DELETE FROM record_text")
+        store.conn.execute(
+            "INSERT INTO record_text (run_id, seq, digest, format, size, text) "
+            "SELECT run_id, seq, digest, -1, 0, '\\x00' FROM log WHERE run_id = 'r' AND seq = 1"
+        )  # a text of another projector version: stale
+        report = store.gc()
+        assert store.conn.execute("SELECT count(*) FROM record_text").fetchall() == [(0,)]
+    assert report.artifact_files_removed == 0
+    assert not report.complete
+    assert any("artifact files were not swept" in why and "--artifacts" in why for why in report.not_done)
