@@ -43,8 +43,10 @@ def test_the_documented_roles_record_and_retain_and_rewrite_nothing(pg_dsn: str)
             assert [e["kind"] for e in store.get_run_record("r")["entries"]][-1] == "conclude"
             stored = store.conn.execute("SELECT run_id, seq FROM record_text").fetchall()
             assert stored == [("r", 4)]  # the first read stored its text, as the executor
-            with pytest.raises(fe.StoreError):  # retention is not the executor's to do
-                store.evict_run("old", reason="not mine")
+            with pytest.raises(fe.StoreError, match="the maintenance role runs retention"):
+                store.evict_run("old", reason="not mine")  # retention is not the executor's to do
+            with pytest.raises(fe.StoreError, match=r"the owner .* runs rebuild --check"):
+                store.check_projections()  # its throwaway schema is the owner's to make
             assert store.get_run_record("old")["run"]["status"] == "succeeded"
         for statement in (
             "DELETE FROM log",
@@ -65,6 +67,8 @@ def test_the_documented_roles_record_and_retain_and_rewrite_nothing(pg_dsn: str)
                 store.get_run_record("old")
             assert store.verify_run("r").ok
             assert store.conn.execute("SELECT count(*) FROM record_text").fetchall() == [(0,)]
+            report = store.gc()  # no artifact folder given: the database part only, said so
+            assert [why[:34] for why in report.not_done] == ["artifact files were not swept: thi"]
         with (
             psycopg.connect(as_role(pg_dsn, maintenance), autocommit=True) as c,
             pytest.raises(psycopg.errors.RestrictViolation),

@@ -458,7 +458,7 @@ class PostgresBackend:
         except BaseException as e:
             self._rollback()
             if isinstance(e, psycopg.Error):
-                raise pgc.translate(e, "copy the store") from None
+                raise pgc.translate(e, "copy the store into a throwaway schema for a check") from None
             raise
         try:
             # the live schema second: its functions (log_horizon) resolve, its tables never do

@@ -250,6 +250,13 @@ def translate(error: BaseException, what: str, *, maintenance: bool = False) -> 
             f"{what}: {message}: the database server's disk is full; the unfinished transaction "
             "was rolled back: free some space and run it again"
         )
+    if isinstance(error, pg.InsufficientPrivilege):
+        return StoreError(
+            f"{what}: {message}: this connection's role may not do it. docs/postgres.md "
+            '("Roles") says which role does what: the owner creates and upgrades the schema and '
+            "runs rebuild --check (it makes a throwaway schema), the maintenance role runs "
+            "retention and gc, executors record and read"
+        )
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
         return StoreError(
             f"{what}: the connection to PostgreSQL failed ({message}); what was not acknowledged "
