@@ -31,6 +31,7 @@ __all__ = [
     "EXIT_REFUSED",
     "NO_PAGER",
     "Lines",
+    "artifacts_folder",
     "db_option",
     "echo_json",
     "fail",
@@ -62,7 +63,8 @@ def db_option(f: F) -> F:
         default="runs.db",
         show_default=True,
         type=click.Path(dir_okay=False),
-        help="The forkline_es database file.",
+        metavar="STORE",
+        help="The store: a SQLite file or a postgresql:// URL ($FORKLINE_ES_DB gives its default).",
     )(f)
 
 
@@ -168,7 +170,7 @@ def _refuse_missing(db: str) -> None:
         fail(f"{what} at {db}; record one with `forkline-es demo --db {db}`, or pass --db PATH")
 
 
-def _artifacts() -> str | None:
+def artifacts_folder() -> str | None:
     """The artifact folder ``forkline-es --artifacts DIR`` names: a PostgreSQL store keeps
     none beside it, so commands that read or add artifact files need it there."""
     ctx = click.get_current_context(silent=True)
@@ -183,7 +185,7 @@ def open_read_only(db: str, damaged: int = EXIT_REFUSED) -> Store:
     """
     _refuse_missing(db)
     with refusals(damaged):
-        return Store.open(db, read_only=True, artifacts=_artifacts())
+        return Store.open(db, read_only=True, artifacts=artifacts_folder())
     raise AssertionError("unreachable")
 
 
@@ -197,7 +199,7 @@ def open_for_read(db: str) -> Store:
 def open_for_write(db: str) -> Store:
     """Open or create a database; a Forkline runs.db is refused with the commands that import it."""
     try:
-        return Store.open(db, artifacts=_artifacts())
+        return Store.open(db, artifacts=artifacts_folder())
     except StoreError as e:
         fail(str(e))
     except RecordError as e:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from forkline_es.cli._common import (
+    artifacts_folder,
     db_option,
     echo_json,
     json_option,
@@ -31,8 +32,9 @@ _NOTES = {
 }
 
 
-def next_commands(ids: dict[str, str], db: str) -> list[str]:
-    """The commands the demo suggests, with ``--db`` when it is not the default."""
+def next_commands(ids: dict[str, str], db: str, artifacts: str | None = None) -> list[str]:
+    """The commands the demo suggests, with ``--db`` when it is not the default and the
+    ``--artifacts`` folder it was given (a PostgreSQL store's `verify` needs it)."""
     first, replay = ids["first"], ids["replay"]
     commands = [
         ["runs"],
@@ -43,7 +45,8 @@ def next_commands(ids: dict[str, str], db: str) -> list[str]:
         ["rebuild", "--check"],
     ]
     extra = [] if db == "runs.db" else ["--db", db]
-    return [shlex.join(["forkline-es", *c, *extra]) for c in commands]
+    folder = [] if artifacts is None else ["--artifacts", artifacts]
+    return [shlex.join(["forkline-es", *folder, *c, *extra]) for c in commands]
 
 
 def _rows(store: Store, ids: dict[str, str]) -> list[dict[str, Any]]:
@@ -74,7 +77,7 @@ def demo(db: str, as_json: bool) -> None:
         if not present:
             record_demo(store, ids)
         rows = _rows(store, ids)
-    commands = next_commands(ids, db)
+    commands = next_commands(ids, db, artifacts_folder())
     if as_json:
         echo_json({"db": db, "recorded": not present, "runs": rows, "next": commands})
         return

@@ -172,6 +172,21 @@ def test_demo_prints_the_next_commands(tmp_path: Path) -> None:
         assert line.startswith(f"forkline-es {start}")
 
 
+def test_the_next_commands_carry_the_artifacts_folder_given_and_each_runs_as_printed(tmp_path: Path) -> None:
+    """A store whose artifact files are in a folder given with ``--artifacts`` (as a
+    PostgreSQL store's must be) is verified only with that folder: the suggestions say it."""
+    db, folder = tmp_path / "d.db", tmp_path / "shared artifacts"
+    result = CliRunner().invoke(main, ["--artifacts", str(folder), "demo", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    suggested = json.loads(result.output)["next"]
+    for command in suggested:
+        argv = shlex.split(command)
+        assert argv[:3] == ["forkline-es", "--artifacts", str(folder)]
+        ran = CliRunner().invoke(main, ["--no-pager", *argv[1:]])
+        assert ran.exit_code == (1 if argv[3] == "diff" else 0), (command, ran.output)  # diff finds one
+    assert any(shlex.split(c)[3] == "verify" for c in suggested)
+
+
 def test_suggested_commands_quote_a_db_path_with_a_space(tmp_path: Path) -> None:
     """Each suggestion is pasted into a shell: the path must come back as one argument."""
     db = tmp_path / "my runs.db"
