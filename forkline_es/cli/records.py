@@ -128,7 +128,7 @@ def _labels_text(labels: dict[str, str] | None) -> str:
 )
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=2**63 - 1),
     default=None,
     help=f"Show at most this many runs (on a terminal {DEFAULT_TERMINAL_LIMIT} unless given).",
 )
@@ -173,7 +173,7 @@ def runs(
         if ndjson:
             return _stream(store, workflow, filters, limit, after)
         listed = store.list_runs(
-            workflow, **filters, limit=None if limit is None else limit + 1, before=after
+            workflow, **filters, limit=None if limit is None else min(limit + 1, 2**63 - 1), before=after
         )
     more = limit is not None and len(listed) > limit
     listed = listed[:limit]

@@ -83,8 +83,8 @@ def run_query(
     """The checked filters (``before`` is resolved against the store by ``list_runs``)."""
     if workflow is not None and not (workflow == "" or is_text(workflow)):
         raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {shown(workflow)}")
-    if limit is not None and (type(limit) is not int or limit < 1):
-        raise InvalidRequest(f"limit is a whole number of runs, 1 or more, not {shown(limit)}")
+    if limit is not None and (type(limit) is not int or not 1 <= limit <= 2**63 - 1):
+        raise InvalidRequest(f"limit is a whole number of runs from 1 to 2**63 - 1, not {shown(limit)}")
     at = now or utc_now()
     return RunQuery(
         workflow=workflow,

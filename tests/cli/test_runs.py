@@ -49,6 +49,15 @@ def test_filters_limit_and_the_next_page(many: Path) -> None:
     assert json.loads(done.stdout)[0]["x-labels"] == {"parity": "odd"}
 
 
+def test_the_largest_limit_lists_every_run_and_a_larger_one_is_a_usage_error(many: Path) -> None:
+    done = cli("runs", "--limit", str(2**63 - 1), "--json", db=many)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)) == 60
+    done = cli("runs", "--limit", str(2**63), db=many)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--limit" in done.stderr
+
+
 def test_piped_lists_every_run_and_ndjson_streams_them(many: Path) -> None:
     table = cli("runs", db=many).stdout.splitlines()
     assert table[0].split("\t")[:3] == ["id", "workflow", "status"] and len(table) == 61

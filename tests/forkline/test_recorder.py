@@ -65,6 +65,7 @@ def test_list_runs_is_newest_first_and_limit_keeps_that_many(recorder: RunRecord
     assert all(list(r) == COLUMNS for r in listed)
     assert [r["run_id"] for r in recorder.list_runs(limit=2)] == ["r2", "r1"]
     assert len(recorder.list_runs(limit=0)) == len(recorder.list_runs(limit=-1)) == 3
+    assert len(recorder.list_runs(limit=2**63)) == len(recorder.list_runs(limit=10**30)) == 3  # all
     with pytest.raises(fe.InvalidRequest):
         recorder.list_runs(limit="2")  # type: ignore[arg-type]
 

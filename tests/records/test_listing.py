@@ -148,6 +148,7 @@ def test_since_takes_an_age_a_datetime_or_a_timestamp(backend_store: fe.Store) -
         {"since": datetime(2026, 5, 1)},  # naive on purpose
         {"until": "-2h"},
         {"limit": 0},
+        {"limit": 2**63},  # past SQLite's and PostgreSQL's integers
         {"limit": True},
         {"limit": "20"},
         {"parent": ""},

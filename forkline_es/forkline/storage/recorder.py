@@ -117,10 +117,11 @@ class RunRecorder(_Recorder):
         return None if row is None else _forkline_row(row)
 
     def list_runs(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Every run of the store, newest first; ``limit`` > 0 keeps that many (else all)."""
+        """Every run of the store, newest first; ``limit`` > 0 keeps that many (else all, as a
+        limit past every count does)."""
         if limit is not None and (type(limit) is not int):
             raise InvalidRequest(f"limit must be an integer or None, not {shown(limit)}")
-        sql = _LIST if limit is None or limit <= 0 else f"{_LIST} LIMIT {limit}"
+        sql = _LIST if limit is None or not 0 < limit < 2**63 else f"{_LIST} LIMIT {limit}"
         with self.store.log.snapshot() as cur:
             rows = [dict(zip(RUN_COLUMNS, row, strict=True)) for row in cur.execute(sql)]
         return [_forkline_row(row) for row in rows]
