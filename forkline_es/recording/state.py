@@ -92,14 +92,14 @@ def check_branch(branch: Any) -> dict[str, Any] | None:
         return None
     if isinstance(branch, dict) and len(branch) == 1:
         ((k, v),) = branch.items()
-        if k == "case" and type(v) is str and (v == "" or is_text(v)):  # "" is a case name too
+        if k == "case" and type(v) is str and (v == "" or is_text(v)) and "\x00" not in v:  # "" is one too
             return {"case": v}
         if k == "arm" and type(v) is int and 0 <= v <= LARGEST_NUMBER:
             return {"arm": v}
         if k == "else" and v is True:
             return {"else": True}
     raise InvalidRequest(
-        f"branch must be {{'case': str}} (Unicode text), {{'arm': int from 0 to 2**63 - 1}} or "
+        f"branch must be {{'case': str}} (Unicode text without NUL), {{'arm': int from 0 to 2**63 - 1}} or "
         f"{{'else': True}}, not {shown(branch)}"
     )
 

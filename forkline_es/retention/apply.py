@@ -353,8 +353,10 @@ def evict_run(
     registered consumer has not acknowledged or whose parent is retained.
     """
     check_text(run_id, "a run identifier")
-    if not is_text(reason):
-        raise InvalidRequest("an eviction needs a reason: a nonempty string saying why")
+    if not is_text(reason) or "\x00" in reason:
+        raise InvalidRequest(
+            f"an eviction needs a reason: a nonempty string saying why, without NUL, not {shown(reason)}"
+        )
     try:
         with store.log.transaction("evict run") as cur:
             workflow = _check_evictable(store, cur, run_id, force)

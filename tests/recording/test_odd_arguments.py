@@ -292,6 +292,8 @@ def test_store_open_refuses_a_path_that_is_not_a_file_name(tmp_path: Path, bad: 
         lambda s, r: r.end_step("s", "failed", code="c\x00"),
         lambda s, r: r.hold(code="c\x00"),
         lambda s, r: r.child("s", "kid\x00"),
+        lambda s, r: r.end_step("s", "succeeded", branch={"case": "paid\x00evil"}),
+        lambda s, r: s.evict_run("done", "gdpr\x00request", force=True),
     ],
 )
 def test_nul_is_refused_in_identifiers_keys_operations_and_codes(tmp_path: Path, call: Any) -> None:
