@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+import msgspec
+
 from forkline_es._logging import get_logger
 from forkline_es._version import __version__
 from forkline_es.artifacts import sql as artifact_sql
@@ -25,7 +27,15 @@ from forkline_es.artifacts.anchors import read_anchors
 from forkline_es.artifacts.observations import MetricSummary
 from forkline_es.artifacts.projectors import projectors as artifact_projectors
 from forkline_es.compat.views import ForklineViews, import_hint, written_by_forkline
-from forkline_es.errors import Conflict, InvalidRequest, RunNotFound, RunNotRetained, StoreError, shown
+from forkline_es.errors import (
+    Conflict,
+    InvalidRequest,
+    RunNotFound,
+    RunNotRetained,
+    StoreDamaged,
+    StoreError,
+    shown,
+)
 from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.connection import Durability
 from forkline_es.log.eventlog import EventLog
@@ -73,6 +83,25 @@ def _writes(method: F) -> F:
         if self.log.read_only:
             self.log.refuse_write(method.__name__)
         return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
+
+
+def _reads(method: F) -> F:
+    """A Store method that decodes what the store holds. A row or document that does not
+    decode (text that is not UTF-8, a body that is not JSON or not an event) was damaged
+    after it was written: ``StoreDamaged``, never the decoder's own exception."""
+
+    @functools.wraps(method)
+    def guarded(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (UnicodeDecodeError, msgspec.DecodeError) as e:
+            raise StoreDamaged(
+                f"{method.__name__} on {self.path}: a stored row does not decode ({e}): the store "
+                "is damaged; `forkline-es verify --all` says which run and seq, and a copy from "
+                "before the damage is what to restore"
+            ) from None
 
     return guarded  # type: ignore[return-value]
 
@@ -321,6 +350,7 @@ class Store:
         return rows[0].seq if rows else None
 
     @_writes
+    @_reads
     def resume_run(self, run_id: str) -> Run:
         """A handle at the run's current state and generation, from any process.
 
@@ -399,6 +429,7 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------------
 
+    @_reads
     def list_runs(
         self,
         workflow: str | None = None,
@@ -432,6 +463,7 @@ class Store:
             before=before,
         )
 
+    @_reads
     def resolve_run_id(self, given: str) -> str:
         """The full id of the one run whose id starts with ``given`` (``given`` itself when a
         run has exactly that id, or none matches); several matches are ``invalid-request``
@@ -440,18 +472,21 @@ class Store:
 
         return listing.resolve_run_id(self, given)
 
+    @_reads
     def get_run_record(self, run_id: str) -> dict[str, Any]:
         """The run record document (002), as one coherent snapshot."""
         from forkline_es.records import operations
 
         return operations.get_run_record(self, run_id)
 
+    @_reads
     def get_step_record(self, run_id: str, path: str) -> dict[str, Any]:
         """One step record of the current view, with its payload inventory."""
         from forkline_es.records import operations
 
         return operations.get_step_record(self, run_id, path)
 
+    @_reads
     def export_run_record(self, run_id: str) -> bytes:
         """Canonical JSON bytes of the run record document."""
         from forkline_es.records import operations
@@ -459,6 +494,7 @@ class Store:
         return operations.export_run_record(self, run_id)
 
     @_writes
+    @_reads
     def rebuild_projections(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Drop and refold every projection from the log; returns the events folded."""
         return self.projections.rebuild(progress)
@@ -522,6 +558,7 @@ class Store:
             self, progress, projections=projections, anchors=anchors, extra=extra_projectors
         )
 
+    @_reads
     def anchors(self) -> dict[str, dict[str, Any]]:
         """Each retained run's last seq and its digest, in one snapshot: ``{run_id: {"seq": int,
         "digest": "sha256:..."}}``. Kept outside the file, they let ``verify`` see a run
@@ -573,12 +610,14 @@ class Store:
 
         return retention.purge_tombstones(self, older_than, now)
 
+    @_reads
     def evictions(self) -> list[dict[str, Any]]:
         """The eviction records (tombstones) still kept."""
         from forkline_es.retention import apply as retention
 
         return retention.evictions(self)
 
+    @_reads
     def stats(
         self, retention_policy: RetentionPolicy | None = None, now: datetime | None = None
     ) -> dict[str, Any]:
@@ -626,6 +665,7 @@ class Store:
 
         return feed.consumers(self)
 
+    @_reads
     def completions(
         self, consumer: str | None = None, after: int = 0, limit: int = 100
     ) -> list[feed.Completion]:
@@ -641,6 +681,7 @@ class Store:
 
         return feed.acknowledge(self, consumer, position)
 
+    @_reads
     def check_projections(self, progress: Callable[[int, int], None] | None = None) -> list[str]:
         """Rebuild into a scratch copy and list each difference with the live projections."""
         from forkline_es.projections.check import check_projections

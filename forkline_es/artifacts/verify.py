@@ -34,7 +34,7 @@ from forkline_es.artifacts.anchors import Anchor, checked_anchors
 from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
 from forkline_es.artifacts.store import ArtifactFiles, file_checksum
 from forkline_es.errors import RunNotFound, RunNotRetained
-from forkline_es.log.backend import Backend, Cursor
+from forkline_es.log.backend import Backend, Cursor, Dialect
 from forkline_es.log.eventlog import EventLog
 from forkline_es.log.events import ArtifactAdded, EventBody, ManifestRecorded, PayloadsRemoved
 from forkline_es.log.rows import LogRow, row_digest
@@ -482,11 +482,18 @@ def _verify_run(
     with store.log.snapshot() as cur:
         if with_store:
             problems.extend(store_problems(store.backend, cur))
-        values = store.log.run_payloads(run_id, cur)
+        try:
+            values = store.log.run_payloads(run_id, cur)
+        except UnicodeDecodeError:  # a damaged file: a value that is no longer UTF-8
+            values = store.log.run_payloads_bytes(run_id, cur)
         payloads = _by_position(values)
+        try:
+            stored = list(store.log.read_run(run_id, cur))
+        except UnicodeDecodeError:  # a damaged file: the row's digest no longer matches
+            stored = list(store.log.read_run_bytes(run_id, cur))
         rows: list[LogRow] = []
         decoded: list[tuple[LogRow, EventBody]] = []
-        for row, found in check_chain(store.log.read_run(run_id, cur)):
+        for row, found in check_chain(stored):
             rows.append(row)
             events += 1
             problems.extend(found)
@@ -531,6 +538,16 @@ def _verify_run(
     report = VerifyReport(run_id, tuple(problems), events, artifacts, manifests)
     _log.info("verified", run_id=run_id, ok=report.ok, problems=len(problems), events=events)
     return report
+
+
+def _run_ids(dialect: Dialect, cur: Cursor) -> list[str]:
+    """Every run id the log holds, in order; in a damaged file, an id that is no longer
+    UTF-8 with its bad bytes replaced (its rows are then a seq gap of the run they left)."""
+    try:
+        return [r for (r,) in cur.execute("SELECT DISTINCT run_id FROM log ORDER BY run_id")]
+    except UnicodeDecodeError:
+        ids = cur.execute(f"SELECT DISTINCT {dialect.text_bytes('run_id')} FROM log").fetchall()
+        return sorted({bytes(r).decode("utf-8", "replace") for (r,) in ids})
 
 
 def store_problems(backend: Backend, cur: Cursor) -> list[Problem]:
@@ -654,7 +671,7 @@ def verify_all(
     checked = checked_anchors(anchors) if anchors is not None else {}
     with store.log.snapshot() as cur:
         own = store_problems(store.backend, cur)
-        in_log = [r for (r,) in cur.execute("SELECT DISTINCT run_id FROM log ORDER BY run_id")]
+        in_log = _run_ids(store.log.dialect, cur)
         listed = {
             r
             for (r,) in cur.execute(

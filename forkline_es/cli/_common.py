@@ -154,6 +154,12 @@ def refusals(damaged: int = EXIT_REFUSED) -> Iterator[None]:
     except driver_errors() as e:  # met outside the log's own transactions, which translate theirs
         error = translate_driver_error(e, "read")
         fail(str(error), damaged if isinstance(error, StoreDamaged) else EXIT_REFUSED)
+    except (UnicodeDecodeError, msgspec.DecodeError) as e:  # read past the Store's own methods
+        fail(
+            f"a stored row does not decode ({e}): the store is damaged; `forkline-es verify --all` "
+            "says which run and seq, and a copy from before the damage is what to restore",
+            damaged,
+        )
 
 
 def _refuse_missing(db: str) -> None:

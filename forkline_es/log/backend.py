@@ -83,6 +83,11 @@ class Dialect(Protocol):
         """An SQL expression: the UTF-8 length in bytes of the text in ``column``."""
         ...
 
+    def text_bytes(self, column: str) -> str:
+        """An SQL expression: the text in ``column`` as its bytes, which a damaged file's
+        text may hold without being UTF-8 (``EventLog.read_run_bytes``)."""
+        ...
+
     def each(self, alias: str, of: str = "int") -> str:
         """A table expression, one ``?`` parameter (``array``'s value), column ``value``:
         the members of a list of ints (``of="int"``) or texts (``of="text"``)."""

@@ -11,7 +11,7 @@ appending at once share a transaction.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Final
+from typing import Any, Final
 
 from forkline_es.log.backend import Backend, Cursor
 from forkline_es.log.group import GroupCommit
@@ -22,6 +22,13 @@ __all__ = ["EventLog"]
 
 _COLUMNS: Final = LOG_COLUMNS
 _READ_BATCH: Final = 5_000
+#: The log's text columns (``read_run_bytes``).
+_TEXTS: Final = ("run_id", "kind", "at", "key", "body", "digest", "prev")
+
+
+def _replaced(data: bytes | None) -> Any:
+    """Text as stored, each byte that is not UTF-8 replaced with U+FFFD (None stays None)."""
+    return None if data is None else bytes(data).decode("utf-8", "replace")
 
 
 class EventLog:
@@ -47,6 +54,16 @@ class EventLog:
         c = self._cursor(cur)
         for row in c.execute(f"SELECT {_COLUMNS} FROM log WHERE run_id = ? ORDER BY seq", (run_id,)):
             yield LogRow(*row)
+
+    def read_run_bytes(self, run_id: str, cur: Cursor | None = None) -> Iterator[LogRow]:
+        """``read_run`` for a damaged file: its text read as bytes and decoded with each
+        byte that is not UTF-8 replaced (U+FFFD), so that ``verify`` finds the row whose
+        digest no longer matches instead of failing at the first such row."""
+        texts = ", ".join(self.dialect.text_bytes(c) for c in _TEXTS)
+        sql = f"SELECT position, seq, entry, generation, {texts} FROM log WHERE run_id = ? ORDER BY seq"
+        for position, seq, entry, generation, *raw in self._cursor(cur).execute(sql, (run_id,)):
+            text = dict(zip(_TEXTS, (_replaced(b) for b in raw), strict=True))
+            yield LogRow(position=position, seq=seq, entry=entry, generation=generation, **text)
 
     def read_run_from(
         self, run_id: str, seq: int, limit: int = -1, *, cur: Cursor | None = None
@@ -91,6 +108,16 @@ class EventLog:
             f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?"
         )
         return [(int(p), str(s), str(v)) for p, s, v in c.execute(sql, (run_id,))]
+
+    def run_payloads_bytes(self, run_id: str, cur: Cursor | None = None) -> list[tuple[int, str, str]]:
+        """``run_payloads`` for a damaged file, as ``read_run_bytes`` reads rows."""
+        c = self._cursor(cur)
+        slot, value = self.dialect.text_bytes("p.slot"), self.dialect.text_bytes("p.value")
+        sql = (
+            f"SELECT p.position, {slot}, {value} FROM log AS l "
+            f"JOIN payload AS p ON p.id {payload_ids('l.position')} WHERE l.run_id = ?"
+        )
+        return [(int(p), _replaced(s), _replaced(v)) for p, s, v in c.execute(sql, (run_id,))]
 
     def payloads(self, positions: Sequence[int], cur: Cursor | None = None) -> dict[tuple[int, str], str]:
         """Payload values still stored for the given events, keyed by (position, slot)."""

@@ -76,6 +76,9 @@ class SqliteDialect:
     def byte_length(self, column: str) -> str:
         return f"length(CAST({column} AS BLOB))"
 
+    def text_bytes(self, column: str) -> str:
+        return f"CAST({column} AS BLOB)"
+
     def each(self, alias: str, of: str = "int") -> str:
         return f"json_each(?) AS {alias}"
 

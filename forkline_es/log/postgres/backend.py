@@ -78,6 +78,9 @@ class PostgresDialect:
     def byte_length(self, column: str) -> str:
         return f"octet_length({column})"
 
+    def text_bytes(self, column: str) -> str:
+        return f"convert_to({column}, 'UTF8')"  # the server keeps text UTF-8: never damaged so
+
     def each(self, alias: str, of: str = "int") -> str:
         return f"unnest(CAST(? AS {'bigint' if of == 'int' else 'text'}[])) AS {alias}(value)"
 
