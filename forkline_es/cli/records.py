@@ -539,7 +539,9 @@ def log_(run_id: str, db: str, as_json: bool) -> None:
 def rebuild(check: bool, db: str, as_json: bool) -> None:
     """Drop and refold every projection from the log (--check: compare only, exit 1 on a difference)."""
     # the summary is printed once the progress bar is gone, on a line of its own
-    with open_for_read(db) as store, refusals(), _progress_bar() as progress:
+    # --check only reads the database (its scratch copy is a file of its own): read-only
+    opened = open_read_only(db) if check else open_for_read(db)
+    with opened as store, refusals(), _progress_bar() as progress:
         if not check:
             folded = store.rebuild_projections(progress)
         else:

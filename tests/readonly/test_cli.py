@@ -91,3 +91,28 @@ def test_verify_of_a_file_that_is_not_a_database_stays_a_refusal(tmp_path: Path)
     db.write_text("not a database at all\n")
     result = CliRunner().invoke(main, ["verify", "--all", "--db", str(db)])
     assert result.exit_code == 2 and "not a SQLite database" in result.output
+
+
+def test_rebuild_check_only_reads_the_database_and_its_wal(tmp_path: Path) -> None:
+    """A writer killed with its commits still in the WAL: ``rebuild --check`` reads them and
+    changes no byte of the database or the WAL (its scratch copy is a file of its own). It
+    opened the store read-write before, and closing that checkpointed the WAL into the file."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "runs.db"
+    writer = (
+        "import os, sys, forkline_es as fe\n"
+        "s = fe.Store.open(sys.argv[1])\n"
+        "for i in range(5):\n"
+        "    r = s.start_run('wf', run_id=f'r{i}'); r.begin_step('a'); r.end_step('a', 'succeeded')\n"
+        "    r.conclude('succeeded')\n"
+        "os._exit(0)  # no close: the commits stay in the WAL\n"
+    )
+    subprocess.run([sys.executable, "-c", writer, str(db)], check=True)
+    wal = db.with_name("runs.db-wal")
+    before = (db.read_bytes(), wal.read_bytes())
+    assert before[1], "the writer's commits are in the WAL"
+    result = CliRunner().invoke(main, ["rebuild", "--check", "--db", str(db)])
+    assert result.exit_code == 0 and "equal a rebuild" in result.output, result.output
+    assert (db.read_bytes(), wal.read_bytes()) == before
