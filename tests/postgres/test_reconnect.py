@@ -69,6 +69,27 @@ def test_a_connection_dropped_while_idle_is_replaced_and_the_next_calls_record(
         assert [s["id"] for s in store.list_runs()] == ["r"]
 
 
+@pytest.mark.parametrize(
+    "first",
+    [
+        lambda s: s.start_run("wf", run_id="new"),  # its first statement is a bare read
+        lambda s: s.start_run("wf"),
+        lambda s: s.backend.cursor().execute("SELECT count(*) FROM log").fetchall(),  # the seam's
+    ],
+)
+def test_the_first_call_after_a_drop_that_reads_outside_a_transaction_goes_again(
+    pg_dsn: str, first: Any
+) -> None:
+    """A statement between calls finds the connection dead: it did nothing, so it is sent
+    again on a new connection, and the caller sees no psycopg error."""
+    with fe.Store.open(pg_dsn) as store:
+        store.start_run("wf", run_id="r")
+        before = _pid(store)
+        _drop(pg_dsn, before)
+        first(store)
+        assert _pid(store) != before
+
+
 def test_a_handle_whose_session_was_dropped_holds_its_projector_versions_again(pg_dsn: str) -> None:
     """The versions' shared advisory lock lived in the dropped session: the next fold takes
     it again, so a refold to other versions is still refused while this handle may fold."""

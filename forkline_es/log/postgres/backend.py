@@ -164,6 +164,8 @@ class PostgresBackend:
         if self._fold is not None:
             return self._fold
         self._live()
+        if self._pipeline is None and not self._in_transaction:
+            return _Bare(self)
         return PgCursor(self.conn.cursor(), self._pipeline)
 
     def close(self) -> None:
@@ -531,6 +533,27 @@ def _append_sql(values: tuple[int, ...], writes: tuple[str, ...] = ()) -> bytes:
 
 
 _PYFORMAT: Final = re.compile("%%|%s")
+
+
+class _Bare(PgCursor):
+    """A cursor for statements outside any transaction, each its own (a read between calls):
+    one that finds the connection dead (dropped while idle) did nothing, so it goes again,
+    once, on a new connection, as a transaction's first statement does (``_first``). Any
+    other driver error leaves as it is, for the caller to translate (the seam's contract:
+    SQLite's bare cursor raises apsw's)."""
+
+    __slots__ = ("_backend",)
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        super().__init__(backend.conn.cursor())
+        self._backend = backend
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> PgCursor:
+        def run() -> PgCursor:
+            self._cur = self._backend.conn.cursor()  # the connection's, a new one after a drop
+            return PgCursor.execute(self, sql, params)
+
+        return self._backend._first(run)
 
 
 def _append(rows: Sequence[NewRow]) -> tuple[tuple[int, ...], list[Any]]:
