@@ -642,11 +642,15 @@ def _projection_problems(
     values: list[tuple[int, str, str]],
     refolder: RunRefolder,
 ) -> list[Problem]:
-    """The rows and values the chain walk read, refolded (no second read of the run)."""
+    """The rows and values the chain walk read, refolded (no second read of the run). Only
+    the refold's own errors are the rows' problem: reading the live projections may fail
+    as any read does (a lost connection), and that is the store's error, not a mismatch."""
     try:
-        found = refolder.differences(cur, run_id, rows, values)
+        folded = refolder.refold(run_id, rows, values)
     except Exception as e:  # rows forged to fold into nothing valid: report it, never crash
         found = [f"the run's rows do not fold: {type(e).__name__}: {e}"]
+    else:
+        found = refolder.compare(cur, run_id, folded)
     return [Problem("projection-mismatch", None, f"run {run_id!r}: {line}") for line in found]
 
 

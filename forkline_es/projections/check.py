@@ -179,11 +179,16 @@ class RunRefolder:
     ) -> list[str]:
         """Every difference between one run's live projection rows (read through ``cur``,
         the caller's snapshot) and a refold of ``rows``, the run's log rows in seq order,
-        with ``values``, its stored payload values as (position, slot, value).
+        with ``values``, its stored payload values as (position, slot, value)."""
+        return self.compare(cur, run_id, self.refold(run_id, rows, values))
 
-        The rows are folded one by one as appends fold them (the property tests hold that
-        equal to a rebuild), which spares a rebuild's dropping and creating of tables.
-        """
+    def refold(
+        self, run_id: str, rows: Sequence[LogRow], values: Iterable[tuple[int, str, str]]
+    ) -> list[tuple[_RunTable, Rows]]:
+        """The run's projection rows, table by table, as a refold of ``rows`` and ``values``
+        gives them. The rows are folded one by one as appends fold them (the property tests
+        hold that equal to a rebuild), which spares a rebuild's dropping and creating of
+        tables. Nothing here reads the live store: an error is the rows' own."""
         with self.scratch.transaction("refold a run") as scratch:
             for name in (*self.projections.tables, "payload", "log"):
                 scratch.execute(f"DELETE FROM {name}")
@@ -194,10 +199,13 @@ class RunRefolder:
             self.projections.forget(run_id)
             for row in rows:
                 self.projections.apply(scratch, row, row.event())
-            out: list[str] = []
-            for table in self.tables:
-                live, want = table.rows(cur, run_id), table.rows(scratch, run_id)
-                out.extend(_differences(table.name, live, want, "refold", table.columns))
+            return [(table, table.rows(scratch, run_id)) for table in self.tables]
+
+    def compare(self, cur: Cursor, run_id: str, folded: list[tuple[_RunTable, Rows]]) -> list[str]:
+        """Each difference between the live projection rows (through ``cur``) and ``folded``."""
+        out: list[str] = []
+        for table, want in folded:
+            out.extend(_differences(table.name, table.rows(cur, run_id), want, "refold", table.columns))
         return out
 
     def close(self) -> None:

@@ -188,3 +188,32 @@ def test_an_append_that_committed_before_its_connection_died_is_adopted_not_doub
         run.end_step("a", "succeeded")
         assert [k for _, k in _rows(pg_dsn, "r")] == ["run-started", "step-begun", "step-ended"]
         assert store.check_projections() == []
+
+
+def test_a_connection_lost_while_verify_reads_the_projections_is_an_error_not_a_mismatch(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify refolds each run and reads its live projection rows to compare: losing the
+    connection at that read is the store's error (exit 2 on the command line), never a
+    projection-mismatch that reads as tampering."""
+    from forkline_es.log.postgres.cursor import PgCursor
+    from forkline_es.projections import check
+
+    with fe.Store.open(pg_dsn) as store:
+        run = store.start_run("wf", run_id="r")
+        run.begin_step("a")
+        run.end_step("a", "succeeded")
+        assert store.verify_run("r").ok
+        original = check._RunTable.rows
+
+        def dropped_first(table: Any, cur: Any, run_id: str) -> Any:
+            if isinstance(cur, PgCursor):  # the live store's, not the refold's scratch
+                _drop(pg_dsn, _pid(store))
+            return original(table, cur, run_id)
+
+        monkeypatch.setattr(check._RunTable, "rows", dropped_first)
+        with pytest.raises(fe.StoreError) as refused:
+            store.verify_run("r")
+        assert not isinstance(refused.value, fe.RecordError)
+        monkeypatch.setattr(check._RunTable, "rows", original)
+        assert store.verify_run("r").ok  # the next call reconnects
