@@ -33,6 +33,7 @@ from forkline_es._logging import get_logger
 from forkline_es.errors import Conflict, ForklineError, StoreError
 from forkline_es.log.backend import Backend, Cursor, Reclaimed, TriggerDifference
 from forkline_es.log.postgres import connection as pgc
+from forkline_es.log.postgres import triggers as pg_triggers
 from forkline_es.log.postgres.cursor import PgCursor
 from forkline_es.log.postgres.fence import PostgresFence
 from forkline_es.log.postgres.fold import Carried, FoldCursor
@@ -405,8 +406,10 @@ class PostgresBackend:
         )
 
     def trigger_differences(self, cur: Cursor) -> list[TriggerDifference]:
-        """Not compared yet on PostgreSQL (the expected triggers are ``schema``'s)."""
-        return []
+        """The log's triggers against those its schema version makes (``triggers``)."""
+        assert isinstance(cur, PgCursor)
+        version = pgc.schema_version(cur)
+        return [] if version is None else pg_triggers.trigger_differences(cur, version)
 
     # -- space and scratch -------------------------------------------------------------------
 
