@@ -117,6 +117,12 @@ class Dialect(Protocol):
         what the log's bodies say, never a payload value."""
         ...
 
+    def kept_privileges(self, cur: Cursor) -> list[str]:
+        """Statements that give back, once a rebuild has created them again, the privileges
+        other roles hold on the tables and views a rebuild drops (``drop_derived``): on
+        PostgreSQL the grants an executor role reads and folds through; none on SQLite."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TriggerDifference:

@@ -95,6 +95,9 @@ class SqliteDialect:
         ddl = self._TEMP_CREATE.sub(lambda m: f"CREATE TEMP {m[1]} ", ddl)
         return self._TEMP_NAMED.sub(lambda m: f"{m[1]} {m[2] or ''}temp.{m[3]}", ddl)
 
+    def kept_privileges(self, cur: Cursor) -> list[str]:
+        return []  # a file has no roles: its permissions are the file system's
+
     def drop_derived(self, cur: Cursor, tables: Sequence[str]) -> None:
         """The drops without ``secure_delete``, which is back on before this returns.
 

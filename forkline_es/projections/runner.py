@@ -415,10 +415,13 @@ class Projections:
         if fence.others(cur, versions.key_of(self.versions)):
             versions.refuse_others(stored, self.versions)
         dialect = self.log.dialect
+        granted = dialect.kept_privileges(cur)
         dialect.drop_derived(cur, self.tables)
         cur.execute(dialect.ddl(DDL))
         for p in self.extra:
             cur.execute(dialect.ddl(p.ddl))
+        for grant in granted:  # the roles that read and fold them keep doing so
+            cur.execute(grant)
         cur.execute("DELETE FROM projector")
         for name, version in self.versions.items():
             cur.execute("INSERT INTO projector (name, version) VALUES (?, ?)", (name, version))  # live

@@ -79,3 +79,44 @@ def test_the_documented_roles_record_and_retain_and_rewrite_nothing(pg_dsn: str)
             for role in (maintenance, app):
                 c.execute(f"DROP OWNED BY {role}")
                 c.execute(f"DROP ROLE {role}")
+
+
+def test_the_roles_keep_their_grants_through_a_rebuild_by_the_owner(pg_dsn: str) -> None:
+    """A rebuild drops and creates the projection tables (and the views over them): the
+    grants other roles hold on them are given back in the same transaction."""
+    database = pg_dsn.rsplit("/", 1)[1]
+    app, maintenance = f"{database}_app", f"{database}_maint"
+    with fe.Store.open(pg_dsn) as owner:
+        owner.start_run("wf", run_id="old").conclude("succeeded")
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        for marker in ("application", "maintenance"):
+            sql = doc_sql(marker).replace("fe_maintenance", maintenance).replace("fe_app", app)
+            for statement in filter(str.strip, sql.split(";")):
+                c.execute(statement)
+        before = c.execute(_GRANTS).fetchall()
+    try:
+        with fe.Store.open(pg_dsn) as owner:
+            assert owner.rebuild_projections() == 2
+        with psycopg.connect(pg_dsn, autocommit=True) as c:
+            assert c.execute(_GRANTS).fetchall() == before
+        with fe.Store.open(as_role(pg_dsn, app)) as store:
+            run = store.start_run("wf", run_id="r")
+            run.begin_step("s")
+            run.end_step("s", "succeeded")
+            run.conclude("succeeded")
+            assert [r["id"] for r in store.list_runs()] == ["r", "old"]
+            assert store.conn.execute("SELECT count(*) FROM runs").fetchall() == [(2,)]
+        with fe.Store.open(as_role(pg_dsn, maintenance)) as store:
+            store.evict_run("old", reason="expired")
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as c:
+            for role in (maintenance, app):
+                c.execute(f"DROP OWNED BY {role}")
+                c.execute(f"DROP ROLE {role}")
+
+
+#: Every privilege granted on a relation of the schema, as (relation, grantee, privilege).
+_GRANTS = (
+    "SELECT table_name, grantee, privilege_type FROM information_schema.role_table_grants "
+    "WHERE table_schema = current_schema() AND grantee <> current_user ORDER BY 1, 2, 3"
+)

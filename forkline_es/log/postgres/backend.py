@@ -37,7 +37,7 @@ from forkline_es.log.postgres import triggers as pg_triggers
 from forkline_es.log.postgres.cursor import PgCursor
 from forkline_es.log.postgres.fence import PostgresFence
 from forkline_es.log.postgres.fold import Carried, FoldCursor
-from forkline_es.log.postgres.schema import END_OF_LOG
+from forkline_es.log.postgres.schema import END_OF_LOG, TABLES
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
 
@@ -105,11 +105,38 @@ class PostgresDialect:
     def temp_ddl(self, ddl: str) -> str:
         return self._TEMP.sub(lambda m: f"CREATE TEMP {m[1]} ", ddl)
 
+    def kept_privileges(self, cur: Cursor) -> list[str]:
+        """A ``GRANT`` for each privilege another role holds on a table or view of the
+        schema other than the log's own (which a rebuild never drops): ``DROP TABLE`` takes
+        a table's grants with it, and the documented executor and maintenance roles
+        (docs/postgres.md, "Roles") would lose every read and fold of the projections."""
+        rows = cur.execute(_GRANTED, (list(_LOG_LEVEL),)).fetchall()
+        return [
+            f"GRANT {privilege} ON {_ident(relation)} TO {'PUBLIC' if role is None else _ident(role)}"
+            + (" WITH GRANT OPTION" if grantable else "")
+            for relation, privilege, role, grantable in rows
+        ]
+
     def drop_derived(self, cur: Cursor, tables: Sequence[str]) -> None:
         """``CASCADE``: the views over them go too (SQLite leaves those; the projectors
         recreate them)."""
         for table in tables:
             cur.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
+
+
+#: Each privilege another role holds on a relation of the current schema (``kept_privileges``).
+_GRANTED: Final = (
+    "SELECT c.relname, a.privilege_type, r.rolname, a.is_grantable "
+    "FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+    "CROSS JOIN LATERAL aclexplode(c.relacl) AS a LEFT JOIN pg_roles AS r ON r.oid = a.grantee "
+    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'p') "
+    "AND a.grantee <> c.relowner AND NOT c.relname = ANY(?) ORDER BY 1, 2, 3"
+)
+_LOG_LEVEL: Final = frozenset(TABLES)
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 POSTGRES: Final = PostgresDialect()
