@@ -88,6 +88,10 @@ def copy_store(
         Store.open(dst, artifacts=dst_artifacts) as target,
     ):
         refuse_non_empty(target.backend, target.path)
+        # The refold at the end drops and creates the projection tables, which on PostgreSQL
+        # only their owner may: tried first on the empty store, so that a role that may not
+        # is refused before a row is written, not after every row was.
+        target.rebuild_projections()
         rows = copy_log(source.backend, target.backend, progress)
         folded = target.rebuild_projections()
         from_folder, to_folder = _folder(source), _folder(target)

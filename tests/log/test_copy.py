@@ -195,3 +195,32 @@ def test_a_non_empty_postgresql_destination_is_refused_and_left_untouched(
     with fe.Store.open(pg_dsn) as pg:
         assert pg.conn.execute("SELECT * FROM consumer").fetchall() == held
         assert pg.conn.execute("SELECT count(*) FROM log").fetchall()[0][0] == 0
+
+
+def test_a_postgresql_role_that_may_not_refold_is_refused_before_a_row_is_written(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """The copy ends with a refold, which drops and creates the projections: only their
+    owner may. A role with every other grant it needs is refused with nothing written."""
+    import psycopg
+
+    with fe.Store.open(tmp_path / "a.db") as store:
+        record(store)
+    fe.Store.open(pg_dsn).close()  # the owner creates the schema
+    role = pg_dsn.rsplit("/", 1)[1] + "_copier"
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN")
+        c.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
+        c.execute(f"GRANT USAGE, SELECT, UPDATE ON SEQUENCE log_position TO {role}")
+    try:
+        as_copier = pg_dsn.replace("postgresql://postgres@", f"postgresql://{role}@")
+        with pytest.raises(fe.StoreError, match="owner"):
+            copy_store(tmp_path / "a.db", as_copier)
+        with fe.Store.open(pg_dsn) as pg:
+            for table in ("log", "payload", "eviction", "consumer"):
+                assert pg.conn.execute(f"SELECT count(*) FROM {table}").fetchall() == [(0,)], table
+        copy_store(tmp_path / "a.db", pg_dsn)  # the owner then copies into it
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as c:
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
