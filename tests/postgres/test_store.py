@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,43 @@ def test_gc_of_a_store_without_an_artifacts_folder_does_the_database_part_and_sa
     assert report.artifact_files_removed == 0
     assert not report.complete
     assert any("artifact files were not swept" in why and "--artifacts" in why for why in report.not_done)
+
+
+def test_gc_drops_the_schema_a_killed_check_left_and_never_a_live_checks(pg_dsn: str, tmp_path: Path) -> None:
+    """A check copies the log, every payload value included, into a schema of its own: one
+    whose process was killed stays, so gc drops it (eviction and removal would never reach
+    the values there), and leaves a running check's alone (its session holds the lock)."""
+    with fe.Store.open(pg_dsn) as store:
+        store.start_run("wf", run_id="r", inputs={"secret": "x" * 100})
+    script = (
+        "import sys, time, forkline_es as fe\n"
+        "store = fe.Store.open(sys.argv[1])\n"
+        "with store.backend.scratch_copy():\n"
+        "    print('copied', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    killed = subprocess.Popen([sys.executable, "-c", script, pg_dsn], stdout=subprocess.PIPE, text=True)
+    try:
+        assert killed.stdout is not None and killed.stdout.readline() == "copied\n"
+        with fe.Store.open(pg_dsn) as store, store.backend.scratch_copy():  # a live check beside it
+            schemas = _check_schemas(store)
+            assert len(schemas) == 2
+            killed.kill()
+            killed.wait()
+            deadline = time.monotonic() + 30
+            while store.gc().leftover_files_removed == 0:  # the server ends the dead session soon
+                assert time.monotonic() < deadline, "the killed check's session never ended"
+                time.sleep(0.05)
+            (live,) = _check_schemas(store)  # this check's, still there while it runs
+            assert live in schemas
+        with fe.Store.open(pg_dsn) as store:
+            assert _check_schemas(store) == []  # dropped when the check ended
+            assert store.verify_run("r").ok
+    finally:
+        killed.kill()
+        killed.wait()
+
+
+def _check_schemas(store: fe.Store) -> list[str]:
+    rows = store.conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'forkline_check_%'")
+    return sorted(n for (n,) in rows.fetchall())

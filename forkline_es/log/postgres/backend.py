@@ -37,7 +37,7 @@ from forkline_es.log.postgres import triggers as pg_triggers
 from forkline_es.log.postgres.cursor import PgCursor
 from forkline_es.log.postgres.fence import PostgresFence
 from forkline_es.log.postgres.fold import Carried, FoldCursor
-from forkline_es.log.postgres.schema import END_OF_LOG, TABLES
+from forkline_es.log.postgres.schema import CHECK_LOCKS, END_OF_LOG, TABLES
 from forkline_es.log.rows import NewRow
 from forkline_es.log.schema import SLOTS_PER_EVENT
 
@@ -124,6 +124,22 @@ class PostgresDialect:
             cur.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
 
 
+#: What a check's throwaway schema is named (``scratch_copy``), and how gc finds them.
+_CHECK_SCHEMA: Final = re.compile(r"forkline_check_[0-9a-f]{16}")
+_CHECK_SCHEMAS: Final = (
+    "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'forkline\\_check\\_%' ORDER BY 1"
+)
+_CHECK_LOCK: Final = "SELECT pg_try_advisory_lock(?, hashtext(?))"
+_CHECK_UNLOCK: Final = "SELECT pg_advisory_unlock(?, hashtext(?))"
+#: Whether any session holds a check schema's lock (two int4 keys: classid, objid, objsubid 2).
+_CHECK_HELD: Final = (
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
+    "AND classid = CAST(? AS bigint)::oid AND objid = (hashtext(?)::bigint & 4294967295)::oid)"
+)
+_SCHEMA_BYTES: Final = (
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+    "JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind IN ('r', 'm')"
+)
 #: Each privilege another role holds on a relation of the current schema (``kept_privileges``).
 _GRANTED: Final = (
     "SELECT c.relname, a.privilege_type, r.rolname, a.is_grantable "
@@ -459,7 +475,32 @@ class PostgresBackend:
         return None
 
     def sweep_leftovers(self, grace_seconds: float) -> tuple[int, int]:
-        return 0, 0
+        """Drop the check schemas (``scratch_copy``) of the database whose check has gone: a
+        killed ``rebuild --check`` leaves its copy of the log, every payload value included,
+        which eviction and payload removal would otherwise never reach. A live check holds
+        its schema's advisory lock; the lock, not an age, tells them apart (``grace_seconds``
+        is the artifact files' and SQLite's). A schema this role may not drop (the owner's)
+        is left, and said. Returns (schemas dropped, their bytes)."""
+        cur = self._cur
+        dropped = size = 0
+        for (name,) in cur.execute(_CHECK_SCHEMAS).fetchall():
+            if not _CHECK_SCHEMA.fullmatch(name):
+                continue
+            ((held,),) = cur.execute(_CHECK_HELD, (CHECK_LOCKS, name)).fetchall()
+            if held:
+                continue  # its check runs (in this session too: a session takes its own lock again)
+            ((free,),) = cur.execute(_CHECK_LOCK, (CHECK_LOCKS, name)).fetchall()
+            if not free:
+                continue  # a check took it just now
+            try:
+                ((schema_bytes,),) = cur.execute(_SCHEMA_BYTES, (name,)).fetchall()
+                cur.execute(f"DROP SCHEMA {name} CASCADE")
+                dropped, size = dropped + 1, size + int(schema_bytes)
+            except psycopg.errors.InsufficientPrivilege:
+                _log.warning("check_schema_left", schema=name, why="only its owner may drop it")
+            finally:
+                cur.execute(_CHECK_UNLOCK, (CHECK_LOCKS, name)).fetchall()
+        return dropped, size
 
     @contextmanager
     def scratch_copy(self) -> Iterator[Backend]:
@@ -472,6 +513,8 @@ class PostgresBackend:
             ((live,),) = cur.execute("SELECT current_schema()").fetchall()
             cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             cur.execute(f"CREATE SCHEMA {name}")
+            # held by this session until the schema is dropped: a gc meanwhile leaves it be
+            cur.execute("SELECT pg_advisory_lock(?, hashtext(?))", (CHECK_LOCKS, name)).fetchall()
             for table in _COPIED:
                 cur.execute(
                     f"CREATE TABLE {name}.{table} (LIKE {table} INCLUDING DEFAULTS INCLUDING INDEXES)"
@@ -505,6 +548,7 @@ class PostgresBackend:
         finally:
             with contextlib.suppress(psycopg.Error):
                 self._cur.execute(f"DROP SCHEMA {name} CASCADE")
+                self._cur.execute(_CHECK_UNLOCK, (CHECK_LOCKS, name)).fetchall()
 
     @staticmethod
     def _projection_tables(cur: Cursor) -> list[str]:

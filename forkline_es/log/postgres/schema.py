@@ -35,6 +35,7 @@ from forkline_es.log.schema import APPLICATION_ID, EVICTED_RUN_REFUSED, SLOTS_PE
 
 __all__ = [
     "BARRIER",
+    "CHECK_LOCKS",
     "END_OF_LOG",
     "MIGRATIONS",
     "RUN_LOCKS",
@@ -50,6 +51,10 @@ __all__ = [
 BARRIER: Final = (APPLICATION_ID << 32) | 1
 #: The advisory lock held while the schema is created or migrated (several hosts opening at once).
 SCHEMA_LOCK: Final = (APPLICATION_ID << 32) | 2
+#: The class of the session advisory lock a check holds on its throwaway schema (two int4
+#: keys: this and ``hashtext(schema name)``) while it uses it; ``gc`` drops a check schema
+#: only when it can take that lock, i.e. when the check that made it has gone.
+CHECK_LOCKS: Final = APPLICATION_ID + 1
 #: The class of the per-run advisory locks (two int4 keys: this and ``hashtext(run_id)``): an
 #: append holds its run's shared, recording an eviction takes it exclusively, so an append
 #: in flight when its run is evicted either commits before the eviction deletes the run's
