@@ -34,6 +34,7 @@ def test_a_postgresql_database_without_a_store_is_refused_and_left_empty(pg_dsn:
     result = CliRunner().invoke(main, ["--db", pg_dsn, "runs"])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
+    assert f"forkline-es demo --db {pg_dsn}" in result.output  # what to do, as for a missing file
     with psycopg.connect(pg_dsn) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchall()
     assert tables == [(0,)]

@@ -190,7 +190,9 @@ class PostgresBackend:
         elif pgc.schema_version(self._cur) is None:
             self.conn.close()
             raise StoreError(
-                f"{self.location}: no forkline_es store there; a read-only open never creates one"
+                f"{self.location}: no forkline_es store there; a read-only open never creates one "
+                f"(record one with `forkline-es demo --db {self.location}`, as a role that may "
+                "create tables there)"
             )
 
     translate = staticmethod(pgc.translate)
