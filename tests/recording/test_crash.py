@@ -66,12 +66,16 @@ def _kill_at_random(
 
 def _has_schema(db: Path) -> bool:
     """Did the store's set-up finish? A kill between two migration steps leaves the log
-    table at an older schema version, which a read-only open (``check_integrity``) refuses.
+    table at an older schema version, which a read-only open (``check_integrity``) refuses;
+    one after the last step but before the projections' first fold (its own transaction,
+    which fills ``projector``) leaves no projection table yet, which the next open creates.
     Opened read-write (never created): a WAL the kill left behind needs a writer's recovery
     before a read, which a read-only connection cannot run."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
     try:
-        return int(conn.execute("PRAGMA user_version").fetchall()[0][0]) == SCHEMA_VERSION
+        if int(conn.execute("PRAGMA user_version").fetchall()[0][0]) != SCHEMA_VERSION:
+            return False
+        return bool(conn.execute("SELECT count(*) FROM projector").fetchall()[0][0])
     finally:
         conn.close()
 
