@@ -35,6 +35,7 @@ __all__ = [
     "db_option",
     "echo_json",
     "fail",
+    "is_dsn",
     "json_option",
     "json_text",
     "one_line",

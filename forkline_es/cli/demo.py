@@ -11,6 +11,7 @@ from forkline_es.cli._common import (
     artifacts_folder,
     db_option,
     echo_json,
+    is_dsn,
     json_option,
     open_for_write,
     print_table,
@@ -42,7 +43,9 @@ def next_commands(ids: dict[str, str], db: str, artifacts: str | None = None) ->
         ["step", first, "summarize"],
         ["diff", first, replay],
         ["verify", first],
-        ["rebuild", "--check"],
+        # a check copies the store into a schema of its own on PostgreSQL, which only a role
+        # that may create schemas can; verify --all refolds each run in memory, as any role
+        ["verify", "--all"] if is_dsn(db) else ["rebuild", "--check"],
     ]
     extra = [] if db == "runs.db" else ["--db", db]
     folder = [] if artifacts is None else ["--artifacts", artifacts]

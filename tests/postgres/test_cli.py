@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import psycopg
@@ -61,3 +62,18 @@ def test_artifact_files_of_a_postgresql_store_come_from_the_artifacts_option(
     (next(p for p in shared.rglob("*") if p.is_file())).write_bytes(b"tampered")
     tampered = runner.invoke(main, ["--db", pg_dsn, "--artifacts", str(shared), "verify", "r1"])
     assert tampered.exit_code == 1, tampered.output
+
+
+def test_the_demos_next_commands_on_postgresql_run_as_printed(pg_dsn: str, tmp_path: Path) -> None:
+    """On PostgreSQL the demo suggests ``verify --all`` (a refold of each run in memory, which
+    any role may run) where on SQLite it suggests ``rebuild --check`` (a schema of its own
+    there, which only the owner may create)."""
+    folder = tmp_path / "shared"
+    result = CliRunner().invoke(main, ["--artifacts", str(folder), "demo", "--db", pg_dsn, "--json"])
+    assert result.exit_code == 0, result.output
+    suggested = [shlex.split(c) for c in json.loads(result.output)["next"]]
+    assert [c[3:5] for c in suggested][-1] == ["verify", "--all"]
+    assert not any(c[3] == "rebuild" for c in suggested)
+    for argv in suggested:
+        ran = CliRunner().invoke(main, ["--no-pager", *argv[1:]])
+        assert ran.exit_code == (1 if argv[3] == "diff" else 0), (argv, ran.output)
