@@ -18,6 +18,7 @@ __all__ = [
     "END_OF_LOG",
     "EVICTED_RUN_REFUSED",
     "MIGRATIONS",
+    "NOT_ITS_NEXT_ROW",
     "RUN_CHECKPOINT_DDL",
     "SCHEMA_VERSION",
     "SLOTS_PER_EVENT",
@@ -349,7 +350,27 @@ CREATE TABLE record_text (
 );
 """
 
+#: The words of the refusal ``log_rows_follow_their_run`` raises, which the backends make a ``Conflict``.
+NOT_ITS_NEXT_ROW: Final = "the row before this seq is not the one this row follows"
+
+# Version 8: a row after a run's first follows the row the log holds at the seq before it:
+# that row is there with the digest this row's prev names. A handle taken before its run
+# was evicted and its tombstone purged (or the id started again as a new run) would
+# otherwise write rows at seq 4, 5, ... of a run with no seq 1 to 3, or after another
+# run's seq 1. Rows of an evicted run are refused by ``log_refuses_evicted_runs`` (its
+# tombstone kept), a seq taken by the unique key (``conflict``), as before.
+_V8: Final = f"""
+CREATE TRIGGER log_rows_follow_their_run BEFORE INSERT ON log
+WHEN NEW.seq > 1
+ AND NOT EXISTS (SELECT 1 FROM log WHERE run_id = NEW.run_id AND seq = NEW.seq - 1 AND digest IS NEW.prev)
+ AND NOT EXISTS (SELECT 1 FROM log WHERE run_id = NEW.run_id AND seq = NEW.seq)
+ AND NOT EXISTS (SELECT 1 FROM eviction WHERE run_id = NEW.run_id)
+BEGIN
+    SELECT RAISE(ABORT, 'forkline_es: conflict: {NOT_ITS_NEXT_ROW}');
+END;
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from user_version n to n + 1, in one transaction.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, RUN_CHECKPOINT_DDL, RECORD_TEXT_DDL)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, RUN_CHECKPOINT_DDL, RECORD_TEXT_DDL, _V8)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

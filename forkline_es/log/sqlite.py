@@ -30,7 +30,7 @@ from forkline_es.log.checkpoint import truncate
 from forkline_es.log.connection import Connection, Durability, open_connection, open_read_only
 from forkline_es.log.group import Batch, Outcome
 from forkline_es.log.rows import NewRow
-from forkline_es.log.schema import END_OF_LOG, EVICTED_RUN_REFUSED, SLOTS_PER_EVENT
+from forkline_es.log.schema import END_OF_LOG, EVICTED_RUN_REFUSED, NOT_ITS_NEXT_ROW, SLOTS_PER_EVENT
 from forkline_es.log.scratch import new_check_copy, remove_check_copy, sweep_check_copies
 from forkline_es.log.sqlite_fence import SqliteFence
 from forkline_es.log.triggers import TriggerDifference, trigger_differences
@@ -125,6 +125,12 @@ def translate(error: BaseException, what: str, *, maintenance: bool = False) -> 
     ``maintenance`` (gc): a lock that outlasted the busy wait is the store's error, not
     the ``conflict`` that refuses an append.
     """
+    if isinstance(error, apsw.ConstraintError) and NOT_ITS_NEXT_ROW in str(error):
+        return Conflict(
+            f"{what}: the run's rows are not the ones this handle follows (it was evicted and "
+            "its tombstone purged, or its id started again as another run); nothing was written: "
+            "get a fresh handle with store.resume_run(run_id)"
+        )
     if isinstance(error, apsw.ConstraintError) and "log.run_id, log.seq" in str(error):
         return Conflict(
             f"{what}: another writer appended to this run first (its seq is taken); "

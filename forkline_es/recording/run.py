@@ -566,6 +566,7 @@ class Run:
         self.last_position = None
         seen = state.seen(key)
         if seen is not None:
+            self._still_in_the_log()  # answered from the handle's state: only while that holds
             if seen[2] != call_digest(event, body):
                 raise Conflict(f"a different call was already recorded under idempotency key {key!r}")
             self._placed(placement)
@@ -581,7 +582,11 @@ class Run:
                 f"{BODY_ALLOWANCE:,} for what the engine adds; shorten its text (a reason, a "
                 "manifest fact) or record the bulk as a payload or an artifact",
             )
-        check()
+        try:
+            check()
+        except Conflict:
+            self._still_in_the_log()
+            raise
         kind = kind_of(event)
         seq = state.seq + 1
         entry = state.entries + 1 if kind in ENTRY_KINDS else None
@@ -634,6 +639,30 @@ class Run:
         if placement is not None:  # a file the event points at: only now, once it is in the log
             self._placed(placement)
         return entry if entry is not None else seq
+
+    def _still_in_the_log(self) -> None:
+        """Before a call is answered from the handle's state alone (a repeat, or a refusal of
+        what the state forbids): the run must still be the one the handle followed. Evicted
+        (its eviction recorded) is ``run-not-retained``, as an append would be; its last row
+        gone or another one in its place (the tombstone purged, the id started again) is
+        ``conflict``. Two reads, on these paths only; never inside a batch, whose calls are
+        checked by the batch's own append."""
+        if self._batch is not None:
+            return
+        state = self._state
+        evicted = self._store.log.eviction(self.id)
+        if evicted is not None:
+            raise RunNotRetained(
+                f"run {self.id} was evicted at {evicted[0]} ({evicted[1]}); it takes no more "
+                "events and answers nothing of its history (record into a new run instead)"
+            )
+        row = self._store._log_row(self.id, state.seq)
+        if row is None or row.digest != state.last_digest:
+            raise Conflict(
+                f"run {self.id} no longer holds the rows this handle follows (it was evicted and "
+                "its tombstone purged, or its id started again as another run); "
+                "store.resume_run(run_id) gives a handle at what the log holds"
+            )
 
     def _commit(self, row: NewRow, event: EventBody) -> int:
         """``Store._commit``, with the run checkpoint due at this row (``recording.checkpoint``)."""

@@ -28,7 +28,10 @@ def log(db_path: Path) -> Iterator[EventLog]:
 
 
 def test_read_run_yields_seq_order_not_position_order(log: EventLog) -> None:
-    # positions ascend 3, 1, 2 in seq order: only ORDER BY seq gives 1, 2, 3
+    # positions ascend 3, 1, 2 in seq order: only ORDER BY seq gives 1, 2, 3. The log takes
+    # a run's rows in seq order since schema version 8; a file written before it, or by hand
+    # around that trigger, may hold them otherwise
+    log.backend.connection().execute("DROP TRIGGER log_rows_follow_their_run")
     log.append([new_row("r", 2), new_row("other", 1), new_row("r", 3), new_row("r", 1)])
     rows = list(log.read_run("r"))
     assert [r.seq for r in rows] == [1, 2, 3]

@@ -80,11 +80,13 @@ def test_a_write_past_the_parameters_left_is_not_carried() -> None:
 
 
 def _row(run_id: str, seq: int = 1) -> NewRow:
+    """The run's row at ``seq``, naming the one ``_row`` gives at ``seq - 1`` as its prev."""
     body = encode_body(StepBegun(path="s"))
     kind, at, key = kind_of(StepBegun(path="")), "2026-01-01T00:00:00Z", f"begin:0:s{seq}"
-    digest = row_digest(run_id, seq, seq, 0, kind, at, key, None, body)
+    prev = _row(run_id, seq - 1).digest if seq > 1 else None
+    digest = row_digest(run_id, seq, seq, 0, kind, at, key, prev, body)
     value = (("arguments", b'{"t":"int","v":1}'),)
-    return NewRow(run_id, seq, seq, 0, kind, at, key, body, digest, None, value)
+    return NewRow(run_id, seq, seq, 0, kind, at, key, body, digest, prev, value)
 
 
 @pytest.fixture(scope="module")

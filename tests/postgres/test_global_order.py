@@ -38,7 +38,7 @@ rng = random.Random(who)
 cur = PgCursor(connect(dsn).cursor())
 insert = (
     "INSERT INTO log (run_id, seq, entry, generation, kind, at, key, body, digest, prev) "
-    "VALUES (?, ?, NULL, 0, 'k', 't', ?, '{}', 'd', NULL)"
+    "VALUES (?, ?, NULL, 0, 'k', 't', ?, '{}', ?, ?)"  # each row names the one before it
 )
 seq = committed = 0
 deadline = time.monotonic() + 60  # stops by itself whatever happens to the test
@@ -47,7 +47,8 @@ while not os.path.exists(stop) and time.monotonic() < deadline:
     cur.execute("BEGIN")
     rows = rng.randint(1, 3)
     for i in range(rows):
-        cur.execute(insert, (f"w{who}", seq + i + 1, f"k{seq + i + 1}"))
+        n = seq + i + 1
+        cur.execute(insert, (f"w{who}", n, f"k{n}", f"d{n}", f"d{n - 1}" if n > 1 else None))
         time.sleep(rng.random() * 0.004)  # the transaction stays open, its position taken
     if rng.random() < 0.1:
         cur.execute("ROLLBACK")  # a position given out and never committed: a gap

@@ -29,6 +29,11 @@ from forkline_es.testing.postgres import PostgresServer
 COLUMNS = "run_id, seq, entry, generation, kind, at, key, body, digest, prev"
 
 
+def _prev(run_id: str, seq: int) -> str | None:
+    """The digest ``Raw.append`` gave the run's row before ``seq``."""
+    return f"d:{run_id}:{seq - 1}" if seq > 1 else None
+
+
 class Raw:
     """A plain psycopg connection (autocommit): what an operator's psql would do."""
 
@@ -51,9 +56,9 @@ class Raw:
         self, run_id: str, seq: int, *, kind: str = "k", body: str = '{"a":1}', values: int = 0
     ) -> int:
         ((position,),) = self(
-            f"INSERT INTO log ({COLUMNS}) VALUES (%s, %s, NULL, 0, %s, 't', %s, %s, 'd', NULL) "
-            "RETURNING position",
-            (run_id, seq, kind, f"{run_id}:{seq}", body),
+            f"INSERT INTO log ({COLUMNS}) VALUES (%s, %s, NULL, 0, %s, 't', %s, %s, %s, %s) "
+            "RETURNING position",  # each row names the one before it (log_rows_follow_their_run)
+            (run_id, seq, kind, f"{run_id}:{seq}", body, f"d:{run_id}:{seq}", _prev(run_id, seq)),
         )
         for k in range(values):
             self(
@@ -153,9 +158,10 @@ def test_an_insert_never_replaces_a_row(raw: Raw) -> None:
 
 def test_a_position_given_past_the_end_is_kept_and_the_next_ones_follow_it(raw: Raw) -> None:
     raw(
-        f"INSERT INTO log (position, {COLUMNS}) VALUES (100, 'r3', 1, NULL, 0, 'k', 't', 'x', 'b', 'd', NULL)"
+        f"INSERT INTO log (position, {COLUMNS}) "
+        "VALUES (100, 'r3', 1, NULL, 0, 'k', 't', 'x', 'b', 'd:r3:1', NULL)"
     )
-    assert raw.append("r3", 2) == 101
+    assert raw.append("r3", 2) == 101  # its prev is "d:r3:1", the digest of the row above
     assert raw(f"SELECT {END_OF_LOG}") == [(101,)]
 
 
@@ -244,7 +250,7 @@ def test_the_rules_hold_whatever_search_path_the_client_has(raw: Raw) -> None:
     assert EVICTED_RUN_REFUSED in refusal(evicted)
     assert "never updated" in refusal(raw.refused("UPDATE public.log SET kind = 'x'"))
     ((position,),) = raw(
-        f"INSERT INTO public.log ({COLUMNS}) VALUES ('r2', 4, NULL, 0, 'k', 't', 'x', 'b', 'd', NULL) "
+        f"INSERT INTO public.log ({COLUMNS}) VALUES ('r2', 4, NULL, 0, 'k', 't', 'x', 'b', 'd', 'd:r2:3') "
         "RETURNING position"
     )
     assert position == 7
@@ -297,10 +303,12 @@ def texts(pg_server: PostgresServer) -> Iterator[PgCursor]:
 @given(body=bodies, value=bodies)
 def test_bodies_and_values_round_trip_byte_for_byte(texts: PgCursor, body: str, value: str) -> None:
     cur = texts
-    ((seq,),) = cur.execute("SELECT coalesce(max(seq), 0) + 1 FROM log WHERE run_id = 'text'").fetchall()
+    last_row = "SELECT seq, digest FROM log WHERE run_id = 'text' ORDER BY seq DESC LIMIT 1"
+    last = cur.execute(last_row).fetchall()
+    seq, prev = (last[0][0] + 1, last[0][1]) if last else (1, None)
     ((position,),) = cur.execute(
-        f"INSERT INTO log ({COLUMNS}) VALUES (?, ?, NULL, 0, 'k', 't', ?, ?, ?, NULL) RETURNING position",
-        ("text", seq, f"k{seq}", body, hashlib.sha256(body.encode()).hexdigest()),
+        f"INSERT INTO log ({COLUMNS}) VALUES (?, ?, NULL, 0, 'k', 't', ?, ?, ?, ?) RETURNING position",
+        ("text", seq, f"k{seq}", body, hashlib.sha256(body.encode()).hexdigest(), prev),
     ).fetchall()
     cur.execute(
         "INSERT INTO payload (id, position, slot, value) VALUES (?, ?, 's', ?)",
@@ -360,7 +368,7 @@ def test_several_processes_creating_the_schema_at_once_create_it_once(pg_dsn: st
     raw = Raw(pg_dsn)
     assert raw(f"SELECT version FROM {VERSION_TABLE}") == [(SCHEMA_VERSION,)]
     assert raw("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'log'::regclass AND NOT tgisinternal") == [
-        (4,)
+        (5,)
     ]
 
 

@@ -34,7 +34,7 @@ from forkline_es.log.postgres.schema import (
     VERSION_TABLE,
     migration,
 )
-from forkline_es.log.schema import APPLICATION_ID, EVICTED_RUN_REFUSED
+from forkline_es.log.schema import APPLICATION_ID, EVICTED_RUN_REFUSED, NOT_ITS_NEXT_ROW
 
 __all__ = ["connect", "ensure_schema", "horizon", "schema_version", "translate"]
 
@@ -228,6 +228,12 @@ def translate(error: BaseException, what: str, *, maintenance: bool = False) -> 
         return RunNotRetained(
             f"{what}: another process evicted the run meanwhile (its eviction is recorded); "
             "nothing was written"
+        )
+    if isinstance(error, pg.IntegrityError) and NOT_ITS_NEXT_ROW in message:
+        return Conflict(
+            f"{what}: the run's rows are not the ones this handle follows (it was evicted and "
+            "its tombstone purged, or its id started again as another run); nothing was written: "
+            "get a fresh handle with store.resume_run(run_id)"
         )
     if isinstance(error, pg.IntegrityError) and EVICTED_RUN_REFUSED in message:
         return RunNotRetained(

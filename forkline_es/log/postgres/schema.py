@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from forkline_es.log.schema import APPLICATION_ID, EVICTED_RUN_REFUSED, SLOTS_PER_EVENT
+from forkline_es.log.schema import APPLICATION_ID, EVICTED_RUN_REFUSED, NOT_ITS_NEXT_ROW, SLOTS_PER_EVENT
 
 __all__ = [
     "BARRIER",
@@ -355,9 +355,31 @@ CREATE TRIGGER record_text_insert_rules BEFORE INSERT ON record_text
 FOR EACH ROW EXECUTE FUNCTION record_text_insert_rules();
 """
 
+# Version 4 (SQLite's version 8, ``forkline_es.log.schema``): a row after a run's first
+# follows the row the log holds at the seq before it (there, with the digest its prev
+# names). A handle taken before its run was evicted and its tombstone purged, or before
+# the id started again as a new run, is refused instead of leaving a run without its first
+# rows. Triggers fire in name order, this one after ``log_insert_rules``, whose refusals
+# (an evicted run, a position not past the end) come first.
+_V4: Final = f"""
+CREATE FUNCTION log_rows_follow_their_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.seq > 1
+       AND NOT EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq = NEW.seq - 1
+                       AND digest IS NOT DISTINCT FROM NEW.prev)
+       AND NOT EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq = NEW.seq)
+       AND NOT EXISTS (SELECT 1 FROM {{s}}.eviction WHERE run_id = NEW.run_id) THEN
+        RAISE EXCEPTION 'forkline_es: conflict: {NOT_ITS_NEXT_ROW}' USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER log_rows_follow_their_run BEFORE INSERT ON log
+FOR EACH ROW EXECUTE FUNCTION log_rows_follow_their_run();
+"""
+
 #: ``MIGRATIONS[n]`` takes a database from version n to n + 1 in one transaction; ``{s}``
 #: stands for the quoted schema (``migration``).
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
