@@ -13,8 +13,9 @@ Rows, in µs a step (medians over the rounds; the rounds alternate their order):
   meets the target.
 - ``fe PostgreSQL step``: ours, wall time.
 - ``our statement``: the statements ``fe PostgreSQL`` sent for the same steps (traced on
-  the append's cursor, then sent again on a plain autocommit connection, prepared): the
-  server's work, the round trip and psycopg's, with none of the recording's Python.
+  the append's cursor, then sent again on a plain autocommit connection, prepared, after
+  the traced run's first row: ``benchmarks.postgres.traced_steps``): the server's work,
+  the round trip and psycopg's, with none of the recording's Python.
 - ``our statement, rules off``: the same with the log's and the payload's insert triggers
   disabled (positions from a column default): what the plpgsql rules cost, which no
   cheaper form measured so far avoids (docs/benchmarks.md).
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks._harness import environment
-from benchmarks.postgres import DBOS, FE_PG, Server, _step, _Tap, _trial
+from benchmarks.postgres import DBOS, FE_PG, Server, StartRow, _step, _trial, put_start_row, traced_steps
 
 __all__ = ["main"]
 
@@ -57,34 +58,25 @@ _RULES_OFF: Final = (
 )
 
 
-def _traced(pg: Server, steps: int) -> Replay:
-    """The statements ``fe PostgreSQL`` sends for ``steps`` batched steps on run "traced",
-    with that run's id swapped for "timed" (a run each replay's database starts with)."""
-    import forkline_es as fe
-
-    kept: list[Any] = []  # (statement, parameters), as the tap sees them
-    with pg.database(durable=True) as dsn, fe.Store.open(dsn) as store:
-        run = store.start_run(workflow="bench/steps", run_id="traced")
-        backend: Any = store.backend
-        backend._insert = _Tap(backend._insert, kept)
-        for i in range(steps):
-            with run.batch():
-                _step(run, i)
-    if len(kept) != steps:
-        raise AssertionError(f"{len(kept)} statements for {steps} batched steps: expected one each")
-    return [(q, ["timed" if p == "traced" else p for p in params]) for q, params in kept]
+def _traced(pg: Server, steps: int) -> tuple[Replay, StartRow]:
+    """The statements ``fe PostgreSQL`` sends for ``steps`` batched steps on run "timed",
+    and that run's first row, which each replay's database starts with."""
+    with pg.database(durable=True) as dsn:
+        return traced_steps(dsn, "timed", steps, batched=True)
 
 
-def _replay(pg: Server, durable: bool, replay: Replay, rules: bool) -> tuple[float, float]:
-    """(wall, client CPU) in µs a step of sending ``replay`` again on a fresh database."""
+def _replay(pg: Server, durable: bool, traced: tuple[Replay, StartRow], rules: bool) -> tuple[float, float]:
+    """(wall, client CPU) in µs a step of sending the traced statements again on a fresh
+    database whose run "timed" starts with the traced run's first row."""
     import psycopg
 
     import forkline_es as fe
 
+    replay, start = traced
     with pg.database(durable) as dsn:
-        with fe.Store.open(dsn) as store:
-            store.start_run(workflow="bench/steps", run_id="timed")
+        fe.Store.open(dsn).close()
         with psycopg.connect(dsn, autocommit=True) as conn:
+            put_start_row(conn, start)
             if not rules:
                 for statement in _RULES_OFF:
                     conn.execute(statement)
@@ -140,14 +132,14 @@ def _per_step(side: str, pg: Server, durable: bool, steps: int, folder: Path) ->
 
 
 def _measure(pg: Server, durable: bool, steps: int, rounds: int, folder: Path) -> dict[str, float]:
-    replay = _traced(pg, steps)
+    traced = _traced(pg, steps)
     trials: dict[str, Callable[[], dict[str, float]]] = {
         "dbos": lambda: {"dbos": _per_step(DBOS, pg, durable, steps, folder)},
         "fe": lambda: {"fe": _per_step(FE_PG, pg, durable, steps, folder)},
         "statement": lambda: dict(
-            zip(("statement", "psycopg"), _replay(pg, durable, replay, True), strict=True)
+            zip(("statement", "psycopg"), _replay(pg, durable, traced, True), strict=True)
         ),
-        "rules off": lambda: {"rules off": _replay(pg, durable, replay, False)[0]},
+        "rules off": lambda: {"rules off": _replay(pg, durable, traced, False)[0]},
         "python": lambda: {"python": _python(pg, steps)},
     }
     got: dict[str, list[float]] = {}

@@ -57,7 +57,7 @@ class Raw:
     ) -> int:
         ((position,),) = self(
             f"INSERT INTO log ({COLUMNS}) VALUES (%s, %s, NULL, 0, %s, 't', %s, %s, %s, %s) "
-            "RETURNING position",  # each row names the one before it (log_rows_follow_their_run)
+            "RETURNING position",  # each row names the one before it (log_insert_rules)
             (run_id, seq, kind, f"{run_id}:{seq}", body, f"d:{run_id}:{seq}", _prev(run_id, seq)),
         )
         for k in range(values):
@@ -146,9 +146,9 @@ def test_an_insert_never_replaces_a_row(raw: Raw) -> None:
     seq_taken = raw.refused(f"INSERT INTO log ({COLUMNS}) SELECT {COLUMNS} FROM log WHERE position = 1")
     assert isinstance(seq_taken, pg.UniqueViolation)
     assert isinstance(translate(seq_taken, "append"), fe.Conflict)
-    positioned = raw.refused(
-        f"INSERT INTO log (position, {COLUMNS}) SELECT position, run_id, 99, entry, generation, kind, at, "
-        "key, body, digest, prev FROM log WHERE position = 1"
+    positioned = raw.refused(  # r1's next row, following its seq 3, at a position taken
+        f"INSERT INTO log (position, {COLUMNS}) SELECT position, run_id, 4, entry, generation, kind, at, "
+        "key, body, digest, 'd:r1:3' FROM log WHERE position = 1"
     )
     assert "past the end of the log" in refusal(positioned)
     value = raw.refused("INSERT INTO payload SELECT id, position, slot, '666' FROM payload WHERE id = 16")
@@ -368,7 +368,7 @@ def test_several_processes_creating_the_schema_at_once_create_it_once(pg_dsn: st
     raw = Raw(pg_dsn)
     assert raw(f"SELECT version FROM {VERSION_TABLE}") == [(SCHEMA_VERSION,)]
     assert raw("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'log'::regclass AND NOT tgisinternal") == [
-        (5,)
+        (4,)
     ]
 
 

@@ -359,22 +359,38 @@ FOR EACH ROW EXECUTE FUNCTION record_text_insert_rules();
 # follows the row the log holds at the seq before it (there, with the digest its prev
 # names). A handle taken before its run was evicted and its tombstone purged, or before
 # the id started again as a new run, is refused instead of leaving a run without its first
-# rows. Triggers fire in name order, this one after ``log_insert_rules``, whose refusals
-# (an evicted run, a position not past the end) come first.
+# rows. Checked in ``log_insert_rules``, one index look-up for a row after the run's first
+# (the seq taken only when it fails): a trigger of its own, with the run's three look-ups
+# in one query, cost eight durable writers about a seventh of their appends (paired).
 _V4: Final = f"""
-CREATE FUNCTION log_rows_follow_their_run() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION log_insert_rules() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- Before the position, so that waiting for an eviction holds no reader's horizon up.
+    PERFORM pg_advisory_xact_lock_shared({RUN_LOCKS}, hashtext(NEW.run_id));
+    IF EXISTS (SELECT 1 FROM {{s}}.eviction WHERE run_id = NEW.run_id)
+       AND NOT EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq = NEW.seq) THEN
+        RAISE EXCEPTION 'forkline_es: {EVICTED_RUN_REFUSED}: the run is evicted and takes no more rows'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    -- One look-up more, for a row after the run's first; the seq taken is the unique key's.
     IF NEW.seq > 1
        AND NOT EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq = NEW.seq - 1
                        AND digest IS NOT DISTINCT FROM NEW.prev)
-       AND NOT EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq = NEW.seq)
-       AND NOT EXISTS (SELECT 1 FROM {{s}}.eviction WHERE run_id = NEW.run_id) THEN
+       AND NOT EXISTS (SELECT 1 FROM {{s}}.log WHERE run_id = NEW.run_id AND seq = NEW.seq) THEN
         RAISE EXCEPTION 'forkline_es: conflict: {NOT_ITS_NEXT_ROW}' USING ERRCODE = 'restrict_violation';
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared({BARRIER});
+    IF NEW.position IS NULL THEN
+        NEW.position := nextval('{{s}}.log_position');
+    ELSE
+        IF NEW.position <= {_END_OF_LOG_IN_S} THEN
+            RAISE EXCEPTION 'forkline_es: a log row given its position must be past the end of the log'
+                USING ERRCODE = 'restrict_violation';
+        END IF;
+        PERFORM {{s}}.log_position_past(NEW.position);
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER log_rows_follow_their_run BEFORE INSERT ON log
-FOR EACH ROW EXECUTE FUNCTION log_rows_follow_their_run();
 """
 
 #: ``MIGRATIONS[n]`` takes a database from version n to n + 1 in one transaction; ``{s}``

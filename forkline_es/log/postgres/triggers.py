@@ -25,8 +25,9 @@ _TRIGGER: Final = re.compile(
     r"CREATE TRIGGER (\w+) ((?:BEFORE|AFTER) [A-Z ]+?) ON (\w+)\s+(FOR EACH (?:ROW|STATEMENT)) "
     r"EXECUTE FUNCTION (\w+)\(\);"
 )
+#: A trigger function as a migration creates it, or replaces it (a later one wins).
 _FUNCTION: Final = re.compile(
-    r"CREATE FUNCTION (\w+)\(\) RETURNS trigger LANGUAGE plpgsql AS \$\$(.*?)\$\$;", re.S
+    r"CREATE (?:OR REPLACE )?FUNCTION (\w+)\(\) RETURNS trigger LANGUAGE plpgsql AS \$\$(.*?)\$\$;", re.S
 )
 #: ``pg_get_triggerdef`` of a trigger in the form the migrations write, schema-qualified.
 _DEFINED: Final = re.compile(
