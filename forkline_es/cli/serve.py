@@ -6,7 +6,7 @@ import click
 
 from forkline_es.cli._common import db_option, fail, open_read_only
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "url_of"]
 
 
 @click.command()
@@ -31,8 +31,13 @@ def serve(host: str, port: int, db: str) -> None:
             server.check_listenable(host, port)
         except OSError as e:
             fail(f"cannot listen on {host}:{port}: {e.strerror or e}; choose another --port or --host")
-        click.echo(f"serving {db} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
+        click.echo(f"serving {db} read-only at {url_of(host, port)} (Ctrl-C stops)", err=True)
         server.serve(store, host, port)
+
+
+def url_of(host: str, port: int) -> str:
+    """The address a browser opens: an IPv6 address is bracketed in a URL."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
 COMMANDS: list[click.Command] = [serve]

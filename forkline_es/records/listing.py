@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from forkline_es.errors import InvalidRequest, RunNotFound, shown
 from forkline_es.projections.render import render_listed
@@ -69,6 +69,10 @@ def _instant(value: object, what: str, now: str) -> str | None:
     )
 
 
+#: The most label filters one listing takes (a thousand made SQLite's expression tree too deep).
+MAX_LABEL_FILTERS: Final = 100
+
+
 def run_query(
     workflow: str | None = None,
     *,
@@ -81,8 +85,16 @@ def run_query(
     now: str | None = None,
 ) -> RunQuery:
     """The checked filters (``before`` is resolved against the store by ``list_runs``)."""
-    if workflow is not None and not (workflow == "" or is_text(workflow)):
-        raise InvalidRequest(f"a workflow identity is a string of Unicode text, not {shown(workflow)}")
+    if (workflow is not None and not (workflow == "" or is_text(workflow))) or "\x00" in (workflow or ""):
+        raise InvalidRequest(
+            f"a workflow identity is a string of Unicode text without NUL, not {shown(workflow)}"
+        )
+    wanted = check_labels(labels) or {}
+    if len(wanted) > MAX_LABEL_FILTERS:
+        raise InvalidRequest(
+            f"at most {MAX_LABEL_FILTERS} label filters in one listing, not {len(wanted)}: each is "
+            "one more condition of the query"
+        )
     if limit is not None and (type(limit) is not int or not 1 <= limit <= 2**63 - 1):
         raise InvalidRequest(f"limit is a whole number of runs from 1 to 2**63 - 1, not {shown(limit)}")
     at = now or utc_now()
@@ -92,7 +104,7 @@ def run_query(
         since=_instant(since, "since", at),
         until=_instant(until, "until", at),
         parent=check_text(parent, "parent", optional=True),
-        labels=check_labels(labels) or {},
+        labels=wanted,
         limit=limit,
     )
 

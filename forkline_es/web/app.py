@@ -23,12 +23,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from forkline_es._gc import gc_paused
+from forkline_es._logging import get_logger
 from forkline_es.errors import InvalidRequest, RecordError, RunNotRetained, StoreError
 from forkline_es.records.plain import plain
 from forkline_es.replay import diff_runs
@@ -55,6 +56,7 @@ _HEADERS: Final = {
 }
 
 #: The HTTP status of each refusal code: lookups of what is not there are 404 (gone, 410).
+_log = get_logger("forkline_es.web")
 _STATUS: Final = {"run-not-found": 404, "step-not-found": 404, "run-not-retained": 410}
 
 _json: Final = msgspec.json.Encoder()
@@ -185,7 +187,7 @@ def _limit(request: Request) -> int:
     text = request.query_params.get("limit")
     if text is None or text == "":
         return PAGE
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_PAGE:  # not "²" or "１"
         raise InvalidRequest(f"limit is a whole number from 1 to {MAX_PAGE}, not {text!r}")
     return int(text)
 
@@ -342,15 +344,29 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
         code, message = (
             ("not-found", "no such page") if status == 404 else ("read-only", "only GET is served")
         )
+        headers = {"X-Forkline-Code": code} | ({} if status == 404 else {"Allow": "GET, HEAD"})
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": {"code": code, "message": message}}, status)
-        return _html("error.html", status, title=code, code=code, message=message)
+            return JSONResponse({"error": {"code": code, "message": message}}, status, headers=headers)
+        response = _html("error.html", status, title=code, code=code, message=message)
+        response.headers.update(headers)
+        return response
 
     async def store_error(request: Request, exc: Exception) -> Response:
         message = str(exc)
+        headers = {"X-Forkline-Code": "store-error"}
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": {"code": "store-error", "message": message}}, 500)
-        return _html("error.html", 500, title="store error", code="store-error", message=message)
+            return JSONResponse({"error": {"code": "store-error", "message": message}}, 500, headers=headers)
+        response = _html("error.html", 500, title="store error", code="store-error", message=message)
+        response.headers.update(headers)
+        return response
+
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        """A fault of ours, not the store's: said plainly, with the security headers (this
+        handler answers outside every middleware, ``SecurityHeaders`` included)."""
+        _log.error("serve_failed", path=request.url.path, error=f"{type(exc).__name__}: {exc}")
+        response = PlainTextResponse("Internal Server Error", 500, headers=dict(_HEADERS))
+        response.headers["X-Forkline-Code"] = "internal-error"
+        return response
 
     static = StaticFiles(directory=str(resources.files("forkline_es.web") / "static"))
     app = Starlette(
@@ -375,7 +391,12 @@ def create_app(store: Store, *, allowed_hosts: Sequence[str] | None = None) -> S
             Route("/api/diff", api_diff),
             Mount("/static", app=static, name="static"),
         ],
-        exception_handlers={404: http_error, 405: http_error, StoreError: store_error},
+        exception_handlers={
+            404: http_error,
+            405: http_error,
+            StoreError: store_error,
+            Exception: internal_error,
+        },
         middleware=[
             Middleware(SecurityHeaders),
             Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"]),

@@ -149,6 +149,8 @@ def test_since_takes_an_age_a_datetime_or_a_timestamp(backend_store: fe.Store) -
         {"until": "-2h"},
         {"limit": 0},
         {"limit": 2**63},  # past SQLite's and PostgreSQL's integers
+        {"workflow": "w\x00x"},  # refused as every other identifier with NUL is
+        {"labels": {f"k{i}": "v" for i in range(101)}},  # past the listing's label filters
         {"limit": True},
         {"limit": "20"},
         {"parent": ""},

@@ -92,7 +92,20 @@ def test_listing_pages_continue_with_before(demo_client: TestClient, demo_db: Pa
 
 
 @pytest.mark.parametrize(
-    "query", ["status=bogus", "since=yesterday", "label=nolabel", "limit=0", "limit=x", "before=no-such-run"]
+    "query",
+    [
+        "status=bogus",
+        "since=yesterday",
+        "label=nolabel",
+        "limit=0",
+        "limit=x",
+        "limit=%C2%B2",  # "²": a digit to str.isdigit, not to int()
+        "limit=%EF%BC%91",  # a full-width "1"
+        "workflow=%00",
+        "&".join(f"label=k{i}=v" for i in range(1_000)),  # past the listing's label filters
+        "before=no-such-run",
+    ],
+    ids=lambda q: q[:30],
 )
 def test_bad_filters_are_refused_with_their_code(demo_client: TestClient, query: str) -> None:
     page = demo_client.get(f"/runs?{query}")
@@ -131,10 +144,29 @@ def test_unknown_runs_and_steps_are_404_with_the_refusal_code(
 
 
 def test_unknown_pages_and_writes_are_refused(demo_client: TestClient) -> None:
-    assert demo_client.get("/nothing").status_code == 404
+    for url in ("/nothing", "/api/nothing"):
+        response = demo_client.get(url)
+        assert response.status_code == 404 and response.headers["x-forkline-code"] == "not-found"
     assert demo_client.get("/api/nothing").json()["error"]["code"] == "not-found"
-    for method in ("post", "put", "delete"):
-        assert getattr(demo_client, method)("/runs").status_code == 405
+    for url in ("/runs", "/api/runs"):
+        for method in ("post", "put", "delete"):
+            response = getattr(demo_client, method)(url)
+            assert response.status_code == 405 and response.headers["x-forkline-code"] == "read-only"
+            assert response.headers["allow"] == "GET, HEAD"
+
+
+def test_a_fault_of_ours_is_500_with_the_security_headers(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Starlette answers an unhandled exception outside every middleware: the handler adds
+    the headers itself."""
+    with fe.Store.open(demo_db, read_only=True) as store:
+        monkeypatch.setattr(store, "list_runs", lambda *a, **k: 1 / 0)
+        client = TestClient(create_app(store), raise_server_exceptions=False)
+        response = client.get("/api/runs")
+    assert response.status_code == 500 and response.headers["x-forkline-code"] == "internal-error"
+    assert response.headers["content-security-policy"] == CSP
+    assert "ZeroDivisionError" not in response.text
 
 
 def test_run_page_draws_the_timeline_recovery_and_children(demo_client: TestClient, demo_db: Path) -> None:
@@ -349,3 +381,11 @@ def test_the_filter_form_keeps_every_label_filter_and_offers_one_more(demo_clien
     page = demo_client.get("/runs?label=team%3Da&label=tier%3Db&label=").text
     inputs = re.findall(r'<input name="label" value="([^"]*)"', page)
     assert inputs == ["team=a", "tier=b", ""]
+
+
+def test_the_address_serve_prints_opens_in_a_browser() -> None:
+    from forkline_es.cli.serve import url_of
+
+    assert url_of("127.0.0.1", 8765) == "http://127.0.0.1:8765/"
+    assert url_of("::1", 8765) == "http://[::1]:8765/"
+    assert url_of("localhost", 80) == "http://localhost:80/"
