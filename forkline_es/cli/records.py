@@ -6,6 +6,7 @@ terminal, tab-separated text when piped, ``--json`` for machines. Exit status as
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -214,11 +215,13 @@ def _row(summary: dict[str, Any]) -> list[Any]:
 
 
 def _print_runs_for_a_person(listed: list[dict[str, Any]]) -> None:
-    """The terminal table, fitted to 80 columns: ids cut to ``SHORT_ID`` characters (every
-    command still takes them: a unique prefix names its run), when it started relative to
+    """The terminal table, fitted to 80 columns: ids cut to ``SHORT_ID`` characters or as
+    many more as tell the listed runs apart (every command still takes them: a unique
+    prefix names its run), when it started relative to
     now, how long it took (or, still going, how long ago it was last active), and a child
     run's parent beside its name (``↳ parent``); labels only when some run has them."""
     now = datetime.now(UTC)
+    short = _short_ids([s["id"] for s in listed] + [s["parent"] for s in listed if s["parent"]])
     labelled = any(s.get("x-labels") for s in listed)
     columns = ["id", "workflow", "status", "started", "activity", *(["labels"] if labelled else []), "name"]
     rows = []
@@ -230,13 +233,24 @@ def _print_runs_for_a_person(listed: list[dict[str, Any]]) -> None:
             activity = f"last {when.ago(s.get('x-updated-at'), now)}"
         name = s.get("name") or ""
         if s["parent"]:
-            name = f"{name} ↳ {s['parent'][:SHORT_ID]}".strip()
-        row = [s["id"][:SHORT_ID], s["workflow"], s["status"], when.ago(s["started_at"], now), activity]
+            name = f"{name} ↳ {short[s['parent']]}".strip()
+        row = [short[s["id"]], s["workflow"], s["status"], when.ago(s["started_at"], now), activity]
         rows.append([*row, *([_labels_text(s.get("x-labels"))] if labelled else []), name])
     whole = ["id", "status", "started", "activity"]
     if max((len(s["workflow"]) for s in listed), default=0) <= _SHORT_WORKFLOW:
         whole.append("workflow")  # short names whole; long ones wrap rather than push past 80
     print_table("runs", columns, rows, whole=whole)
+
+
+def _short_ids(ids: list[str]) -> dict[str, str]:
+    """Each id cut to ``SHORT_ID`` characters, or to one more than it shares with any other
+    of ``ids``: two listed runs never show the same prefix (which would name neither)."""
+    ordered = sorted(set(ids))
+    shared = dict.fromkeys(ordered, 0)
+    for a, b in itertools.pairwise(ordered):  # the longest common prefix is with a neighbour
+        n = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+    return {i: i[: max(SHORT_ID, shared[i] + 1)] for i in ordered}
 
 
 #: The longest workflow identity a terminal listing keeps on one line.

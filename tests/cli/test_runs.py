@@ -158,3 +158,19 @@ def test_step_shows_every_attempt_and_show_lists_steps_as_they_began(tmp_path: P
     show = cli("show", "r", db=db).stdout
     steps = show.split("path\tgeneration\tstatus")[1].splitlines()[1:3]
     assert [line.split("\t")[0] for line in steps] == ["zeta", "alpha"]  # began first, listed first
+
+
+def test_a_terminal_shows_ids_long_enough_to_tell_the_listed_runs_apart(tmp_path: Path) -> None:
+    """Ids are cut to 12 characters on a terminal, or to as many more as tell two listed
+    runs apart: each id shown is a prefix that names its run, as every command takes it."""
+    db = tmp_path / "runs.db"
+    with fe.Store.open(db) as store:
+        for day in ("01", "02"):
+            store.start_run("nightly", run_id=f"nightly-report-2026-12-{day}").conclude("succeeded")
+        store.start_run("other", run_id="a-very-long-run-identifier")
+    text, _ = on_terminal(["runs", "--db", str(db)], NO_COLOR="1")
+    cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
+    shown = [c for c in cells if c.startswith(("nightly", "a-very"))]
+    assert sorted(shown) == ["a-very-long-", "nightly-report-2026-12-01", "nightly-report-2026-12-02"]
+    for prefix in shown:
+        assert cli("show", prefix, "--no-pager", db=db).returncode == 0
