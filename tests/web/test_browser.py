@@ -151,6 +151,30 @@ def test_hostile_text_renders_as_text_and_runs_nothing(
     assert watched.errors == [], watched.errors
 
 
+def test_a_right_to_left_override_in_recorded_text_reorders_only_that_text(
+    watched: Watched, tmp_path: Path
+) -> None:
+    """U+202E in a run id would turn the rest of its line around, badges and all, unless the
+    id's element isolates it: the status badge stays after the id, on the same line."""
+    import forkline_es as fe
+
+    db = tmp_path / "rtl.db"
+    run_id = "h-rtl\u202edcba"
+    with fe.Store.open(db) as store:
+        store.start_run("wf\u202eflow", run_id=run_id).conclude("failed", code="e\u202ex")
+    page = watched.page
+    with served(db) as url:
+        page.goto(f"{url}/runs/{run_id}")
+        page.wait_for_load_state("load")
+        heading, badge = page.locator("h1 .run-id"), page.locator("h1 .badge").first
+        expect(heading).to_have_text(run_id)
+        box, after = heading.bounding_box(), badge.bounding_box()
+        assert box is not None and after is not None
+        assert after["x"] >= box["x"] + box["width"] - 1, (box, after)  # the badge follows the id
+        _shot(page, tmp_path, "rtl")
+    assert watched.errors == [], watched.errors
+
+
 def test_serve_on_loopback_answers_only_loopback_names(demo_db: Path) -> None:
     """A page elsewhere cannot read the store through DNS rebinding: its Host is refused."""
     with served(demo_db) as url:
