@@ -104,3 +104,28 @@ def test_the_log_refuses_a_row_that_does_not_follow_its_runs_previous_row(store:
     assert _rows(store, "r") == [(1, "run-started")]
     store.log.append([row(2, first[0])])  # the row that follows is taken
     assert _rows(store, "r") == [(1, "run-started"), (2, "step-begun")]
+
+
+def test_an_eviction_purge_and_restart_by_another_process_leave_the_handle_nothing_to_write(
+    store: fe.Store,
+) -> None:
+    """The same, with the other side a real process of its own (retention on another host)."""
+    import subprocess
+    import sys
+
+    run = _held(store)
+    script = (
+        "import sys\n"
+        "from datetime import UTC, datetime, timedelta\n"
+        "import forkline_es as fe\n"
+        "with fe.Store.open(sys.argv[1]) as s:\n"
+        "    s.evict_run('y', reason='expired')\n"
+        "    s.purge_tombstones(timedelta(0), now=datetime.now(UTC) + timedelta(seconds=5))\n"
+        "    s.start_run('wf2', run_id='y')\n"
+    )
+    subprocess.run([sys.executable, "-c", script, store.path], check=True, timeout=120)
+    for call in CALLS:
+        with pytest.raises(fe.Conflict):
+            call(run)
+    assert _rows(store, "y") == [(1, "run-started")]
+    assert store.verify_run("y").ok
