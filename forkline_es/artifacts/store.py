@@ -20,9 +20,12 @@ the store object (the database itself dies with the process).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import io
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,7 +36,7 @@ from typing import IO, Final
 
 from forkline_es.errors import InvalidRequest, StoreError
 
-__all__ = ["STAGING_PREFIX", "ArtifactFiles", "Staged", "file_checksum"]
+__all__ = ["STAGING_PREFIX", "ArtifactFiles", "Staged", "file_checksum", "open_regular"]
 
 _CHUNK: Final = 1 << 20
 #: Staging files in ``tmp/`` start with this; ``sweep_staging`` collects stale ones.
@@ -41,9 +44,24 @@ STAGING_PREFIX: Final = "incoming-"
 _SAFE_RUN: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
 
 
+def open_regular(path: Path) -> io.BufferedReader:
+    """``path`` opened for reading when it is a regular file; anything else (a folder, a
+    FIFO, a device) is an ``OSError`` without waiting: opening a FIFO for reading waits for
+    a writer that may never come, so it is opened without blocking and looked at first."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def file_checksum(path: Path) -> tuple[int, str]:
-    """(size in bytes, ``sha256:<hex>``) of a file, read in 1 MB chunks."""
-    with open(path, "rb") as f:
+    """(size in bytes, ``sha256:<hex>``) of a regular file, read in 1 MB chunks."""
+    with open_regular(path) as f:
         h = hashlib.file_digest(f, "sha256")
         size = f.tell()
     return size, "sha256:" + h.hexdigest()

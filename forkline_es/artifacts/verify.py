@@ -32,7 +32,7 @@ import msgspec
 from forkline_es._logging import get_logger
 from forkline_es.artifacts.anchors import Anchor, checked_anchors
 from forkline_es.artifacts.manifest import Manifest, manifest_file_bytes
-from forkline_es.artifacts.store import ArtifactFiles, file_checksum
+from forkline_es.artifacts.store import ArtifactFiles, file_checksum, open_regular
 from forkline_es.errors import RunNotFound, RunNotRetained
 from forkline_es.log.backend import Backend, Cursor, Dialect
 from forkline_es.log.eventlog import EventLog
@@ -392,8 +392,9 @@ def _manifest_problems(run_id: str, seq: int, event: ManifestRecorded, files: Ar
     if link is not None:
         return [*found, link]
     try:
-        on_disk = where.read_bytes()
-    except OSError:  # gone, or not a readable file any more
+        with open_regular(where) as f:
+            on_disk = f.read()
+    except OSError:  # gone, or not a readable file any more (a FIFO is not waited on)
         found.append(
             Problem(
                 "manifest-file-missing", seq, f"manifest.json of seq {seq} is missing: {where}", event.path

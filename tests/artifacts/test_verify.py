@@ -88,6 +88,29 @@ def test_a_deleted_artifact_is_missing(sample: fe.Run, store: fe.Store, db_path:
     assert _cli(db_path, "--all")[0] == 1
 
 
+def test_a_fifo_in_place_of_an_artifact_or_the_manifest_is_missing_not_waited_on(
+    sample: fe.Run, store: fe.Store, db_path: Path
+) -> None:
+    """Opening a named pipe for reading waits for a writer that never comes: verify looks at
+    what the path is before it reads, and a pipe is not the file that was recorded."""
+    import os
+
+    seq, path = _artifact(store, "trace.txt")
+    path.unlink()
+    os.mkfifo(path)
+    ((manifest_seq, manifest),) = store.conn.execute(
+        "SELECT seq, path FROM manifest WHERE run_id = 'r1'"
+    ).fetchall()
+    where = store.artifact_files.root / manifest
+    where.unlink()
+    os.mkfifo(where)
+    assert kinds_at(store.verify_run(sample.id)) == [
+        ("artifact-missing", seq),
+        ("manifest-file-missing", manifest_seq),
+    ]
+    assert _cli(db_path, "--all")[0] == 1
+
+
 def test_an_edited_body_breaks_the_chain_at_that_row(sample: fe.Run, store: fe.Store, db_path: Path) -> None:
     position, seq, body = row(store, "r1", "step-ended")
     store.conn.execute(
