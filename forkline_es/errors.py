@@ -39,12 +39,23 @@ class StoreError(ForklineError):
 
 
 class StoreDamaged(StoreError):
-    """SQLite found the file damaged: a malformed page, or a header it cannot use.
+    """The store is damaged: SQLite found a malformed page or a header it cannot use, or a
+    stored row no longer decodes (``undecodable``).
 
     ``verify`` reports it as a problem found (exit 1), not a refusal. A copy of the file
     from before the damage is what to restore; ``sqlite3 FILE 'PRAGMA integrity_check'``
     says where the damage is.
     """
+
+    @classmethod
+    def undecodable(cls, what: str, error: Exception) -> StoreDamaged:
+        """A stored row or document whose text is not UTF-8, or not the JSON it was written
+        as: changed after it was written, in a way SQLite does not see."""
+        return cls(
+            f"{what}: a stored row does not decode ({error}): the store is damaged; "
+            "`forkline-es verify --all` says which run and seq, and a copy from before the "
+            "damage is what to restore"
+        )
 
 
 class RecordError(ForklineError):

@@ -97,11 +97,7 @@ def _reads(method: F) -> F:
         try:
             return method(self, *args, **kwargs)
         except (UnicodeDecodeError, msgspec.DecodeError) as e:
-            raise StoreDamaged(
-                f"{method.__name__} on {self.path}: a stored row does not decode ({e}): the store "
-                "is damaged; `forkline-es verify --all` says which run and seq, and a copy from "
-                "before the damage is what to restore"
-            ) from None
+            raise StoreDamaged.undecodable(f"{method.__name__} on {self.path}", e) from None
 
     return guarded  # type: ignore[return-value]
 

@@ -156,11 +156,7 @@ def refusals(damaged: int = EXIT_REFUSED) -> Iterator[None]:
         error = translate_driver_error(e, "read")
         fail(str(error), damaged if isinstance(error, StoreDamaged) else EXIT_REFUSED)
     except (UnicodeDecodeError, msgspec.DecodeError) as e:  # read past the Store's own methods
-        fail(
-            f"a stored row does not decode ({e}): the store is damaged; `forkline-es verify --all` "
-            "says which run and seq, and a copy from before the damage is what to restore",
-            damaged,
-        )
+        fail(str(StoreDamaged.undecodable("read", e)), damaged)
 
 
 def _refuse_missing(db: str) -> None:
